@@ -1,0 +1,59 @@
+//! What a forward pass keeps for the backward pass.
+
+use candle_core::{Device, Tensor};
+
+use crate::Result;
+
+/// The intermediate values of one forward pass, per parametrised layer l (first layer first).
+///
+/// Everything a per-example product needs is here: the layer inputs a_l, the pre-activations z_l,
+/// the dropout masks, and the output f. Rows (the first axis of every tensor) are examples.
+#[derive(Clone, Debug)]
+pub struct Cache {
+    /// a_l: the input of layer l, as the layer consumes it (for a convolution, the unfolded
+    /// input, one row per example and output position).
+    pub inputs: Vec<Tensor>,
+    /// z_l: the pre-activation of layer l.
+    pub pre: Vec<Tensor>,
+    /// h_l = φ(z_l) (before any dropout mask), kept for the activation derivative.
+    pub post: Vec<Tensor>,
+    /// The scaled dropout mask m_l / (1 − p) applied to h_l, when dropout was on.
+    pub masks: Vec<Option<Tensor>>,
+    /// The network output f, shape `[N, K]`.
+    pub output: Tensor,
+    /// The number of examples N.
+    pub n_examples: usize,
+}
+
+impl Cache {
+    /// The cache of a batch in which every example appears `k` times in a row (example 0 k times,
+    /// then example 1, …): the rows of a Jacobian with K outputs.
+    pub(crate) fn repeat_interleave(&self, k: usize) -> Result<Cache> {
+        if k == 1 {
+            return Ok(self.clone());
+        }
+        let n = self.n_examples;
+        let rows_per_example = |t: &Tensor| t.dims()[0] / n;
+        let repeat = |t: &Tensor| -> Result<Tensor> {
+            let r = rows_per_example(t);
+            let idx: Vec<u32> = (0..n)
+                .flat_map(|i| (0..k).flat_map(move |_| (i * r..(i + 1) * r).map(|x| x as u32)))
+                .collect();
+            let idx = Tensor::from_vec(idx, n * k * r, &Device::Cpu)?.to_device(t.device())?;
+            Ok(t.index_select(&idx, 0)?)
+        };
+        let all = |v: &[Tensor]| v.iter().map(repeat).collect::<Result<Vec<_>>>();
+        Ok(Cache {
+            inputs: all(&self.inputs)?,
+            pre: all(&self.pre)?,
+            post: all(&self.post)?,
+            masks: self
+                .masks
+                .iter()
+                .map(|m| m.as_ref().map(repeat).transpose())
+                .collect::<Result<_>>()?,
+            output: repeat(&self.output)?,
+            n_examples: n * k,
+        })
+    }
+}

@@ -1,0 +1,30 @@
+//! The error type of the models crate.
+
+/// What can go wrong when building or evaluating a model.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An error of the tensor layer (shape checks, non-finite values, checkpoints).
+    #[error(transparent)]
+    Tensor(#[from] bdl_tensor::Error),
+
+    /// An error raised by candle itself.
+    #[error(transparent)]
+    Candle(#[from] candle_core::Error),
+
+    /// A model configuration that cannot describe a network.
+    #[error("invalid model configuration: {0}")]
+    InvalidConfig(String),
+
+    /// A parameter index outside the flat vector.
+    #[error("parameter index {index} out of range (the model has {len} parameters)")]
+    ParamIndex {
+        /// The offending index.
+        index: usize,
+        /// The number of parameters D.
+        len: usize,
+    },
+}
+
+/// The result type of the models crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

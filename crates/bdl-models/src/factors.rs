@@ -1,0 +1,129 @@
+//! Per-example gradient products of one affine layer, from its inputs a and deltas δ.
+//!
+//! A parametrised layer computes z = a Wᵀ + b, row by row: for a dense layer one row per
+//! example; for a convolution one row per example and output position (a is the unfolded input).
+//! With δ = ∂ℓ/∂z, the gradient of example n is
+//!
+//! g_n(W_oj) = Σ_p δ_{n,p,o} a_{n,p,j},   g_n(b_o) = Σ_p δ_{n,p,o}
+//!
+//! over its P positions (P = 1 for a dense layer). Everything here is built from a and δ without
+//! materialising one gradient per example, except where P > 1 forces it for Σ_n g_n∘g_n.
+
+use candle_core::{DType, Device, Tensor};
+
+use crate::Result;
+
+/// A parameter of one layer, addressed by node o and input column j.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Column {
+    /// The weight W_oj.
+    Weight { o: usize, j: usize },
+    /// The bias b_o.
+    Bias { o: usize },
+}
+
+/// The inputs and deltas of one affine layer z = a Wᵀ + b.
+#[derive(Clone, Debug)]
+pub struct LayerFactors {
+    /// a, shape `[R·P, J]`: the layer input, one row per example and position.
+    pub input: Tensor,
+    /// δ = ∂ℓ/∂z, shape `[R·P, O]`.
+    pub delta: Tensor,
+    /// P, the positions per example (1 for a dense layer).
+    pub positions: usize,
+    /// The index of the layer's weight segment in the model's layout.
+    pub weight_segment: usize,
+    /// The index of the layer's bias segment, if any.
+    pub bias_segment: Option<usize>,
+}
+
+fn ones_row(n: usize, dtype: DType, device: &Device) -> Result<Tensor> {
+    Ok(Tensor::ones((1, n), dtype, device)?)
+}
+
+fn index_tensor(idx: impl Iterator<Item = usize>, device: &Device) -> Result<Tensor> {
+    let idx: Vec<u32> = idx.map(|i| i as u32).collect();
+    let n = idx.len();
+    Ok(Tensor::from_vec(idx, n, device)?)
+}
+
+impl LayerFactors {
+    /// R, the number of rows (examples, or examples × outputs for a Jacobian).
+    pub fn rows(&self) -> usize {
+        self.delta.dims()[0] / self.positions
+    }
+
+    /// Sums `[R·P, C]` over each example's P positions, giving `[R, C]`.
+    fn sum_positions(&self, t: Tensor) -> Result<Tensor> {
+        if self.positions == 1 {
+            return Ok(t);
+        }
+        let c = t.dims()[1];
+        Ok(t.reshape((self.rows(), self.positions, c))?.sum(1)?)
+    }
+
+    /// Σ_n g_n(W) = δᵀ a, shape `[O, J]`.
+    pub fn weight_grad(&self) -> Result<Tensor> {
+        Ok(self.delta.t()?.matmul(&self.input)?)
+    }
+
+    /// Σ_n g_n(b) = 1ᵀ δ, shape `[O]` (a product with a row of ones: candle's reductions over the
+    /// first axis are slow).
+    pub fn bias_grad(&self) -> Result<Tensor> {
+        let ones = ones_row(self.delta.dims()[0], self.delta.dtype(), self.delta.device())?;
+        Ok(ones.matmul(&self.delta)?.squeeze(0)?)
+    }
+
+    /// Σ_n g_n(W)∘g_n(W), shape `[O, J]`: (δ∘δ)ᵀ(a∘a) for a dense layer; for P > 1 the
+    /// per-example gradients δ_nᵀ a_n are formed by one batched product and squared.
+    pub fn weight_sum_sq(&self) -> Result<Tensor> {
+        if self.positions == 1 {
+            return Ok(self.delta.sqr()?.t()?.matmul(&self.input.sqr()?)?);
+        }
+        let (r, p) = (self.rows(), self.positions);
+        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        let delta = self.delta.reshape((r, p, o))?.transpose(1, 2)?;
+        let input = self.input.reshape((r, p, j))?;
+        let per_example = delta.matmul(&input)?.reshape((r, o * j))?;
+        let ones = ones_row(r, per_example.dtype(), per_example.device())?;
+        Ok(ones.matmul(&per_example.sqr()?)?.reshape((o, j))?)
+    }
+
+    /// Σ_n g_n(b)∘g_n(b), shape `[O]`.
+    pub fn bias_sum_sq(&self) -> Result<Tensor> {
+        let per_example = self.sum_positions(self.delta.clone())?;
+        let ones = ones_row(per_example.dims()[0], per_example.dtype(), per_example.device())?;
+        Ok(ones.matmul(&per_example.sqr()?)?.squeeze(0)?)
+    }
+
+    /// The per-row gradients of the given parameters, shape `[R, columns.len()]`: column c holds
+    /// Σ_p a_{r,p,j} δ_{r,p,o} for a weight and Σ_p δ_{r,p,o} for a bias.
+    pub(crate) fn columns(&self, columns: &[Column]) -> Result<Tensor> {
+        let device = self.delta.device();
+        let o_idx = index_tensor(
+            columns.iter().map(|c| match *c {
+                Column::Weight { o, .. } | Column::Bias { o } => o,
+            }),
+            device,
+        )?;
+        let delta = self.delta.index_select(&o_idx, 1)?;
+        // A bias column is a weight column whose input is 1: select the inputs, with a column of
+        // ones appended for the biases.
+        let j_bias = self.input.dims()[1];
+        let input = if columns.iter().any(|c| matches!(c, Column::Bias { .. })) {
+            let ones = Tensor::ones((self.input.dims()[0], 1), self.input.dtype(), device)?;
+            Tensor::cat(&[&self.input, &ones], 1)?
+        } else {
+            self.input.clone()
+        };
+        let j_idx = index_tensor(
+            columns.iter().map(|c| match *c {
+                Column::Weight { j, .. } => j,
+                Column::Bias { .. } => j_bias,
+            }),
+            device,
+        )?;
+        let input = input.index_select(&j_idx, 1)?;
+        self.sum_positions((input * delta)?)
+    }
+}

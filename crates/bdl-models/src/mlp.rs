@@ -1,0 +1,253 @@
+//! The multilayer perceptron.
+
+use candle_core::{DType, Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use bdl_tensor::{ChaCha8Rng, ParamLayout, Seed};
+
+use crate::{Activation, Cache, Error, LayerFactors, Model, Result};
+
+/// The architecture of an MLP: layer widths, one activation per parametrised layer, dropout.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MlpSpec {
+    /// Widths d₀ (inputs), d₁, …, d_L (outputs).
+    pub widths: Vec<usize>,
+    /// The activation after each of the L layers (the last is usually identity).
+    pub activations: Vec<Activation>,
+    /// Dropout probability on the hidden units (0 for none); used only when a dropout stream is
+    /// passed to the forward pass.
+    #[serde(default)]
+    pub dropout: f64,
+}
+
+impl MlpSpec {
+    /// A spec with the same hidden activation everywhere and an identity output.
+    pub fn new(widths: &[usize], hidden: Activation) -> Self {
+        let n_layers = widths.len().saturating_sub(1);
+        let activations = (0..n_layers)
+            .map(|l| if l + 1 == n_layers { Activation::Identity } else { hidden })
+            .collect();
+        Self {
+            widths: widths.to_vec(),
+            activations,
+            dropout: 0.0,
+        }
+    }
+
+    /// The same spec with dropout probability `p` on the hidden units.
+    pub fn with_dropout(mut self, p: f64) -> Self {
+        self.dropout = p;
+        self
+    }
+}
+
+/// A multilayer perceptron z_l = a_l W_lᵀ + b_l, a_{l+1} = φ_l(z_l), f = a_{L+1}, over a flat
+/// parameter vector in PyTorch `nn.Sequential(Linear, act, Linear, …)` order: layer l's weight is
+/// the segment `{2l}.weight` of shape `[d_{l+1}, d_l]`, its bias `{2l}.bias`.
+///
+/// ```
+/// use bdl_models::{Activation, Mlp, MlpSpec, Model};
+/// use bdl_tensor::Seed;
+/// use candle_core::{DType, Device, Tensor};
+/// let mlp = Mlp::new(MlpSpec::new(&[3, 16, 2], Activation::Tanh)).unwrap();
+/// let theta = mlp.init(Seed(0), DType::F32, &Device::Cpu).unwrap();
+/// let x = Tensor::ones((5, 3), DType::F32, &Device::Cpu).unwrap();
+/// let cache = mlp.forward_cached(&theta, &x).unwrap();
+/// assert_eq!(cache.output.dims(), &[5, 2]);
+/// // The Jacobian of both outputs w.r.t. three chosen parameters: 5·2 rows, 3 columns.
+/// let j = mlp.jacobian(&theta, &cache, &[0, 50, 97]).unwrap();
+/// assert_eq!(j.dims(), &[10, 3]);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Mlp {
+    spec: MlpSpec,
+    layout: ParamLayout,
+}
+
+impl Mlp {
+    /// Builds an MLP, checking that the spec describes a network.
+    pub fn new(spec: MlpSpec) -> Result<Self> {
+        if spec.widths.len() < 2 || spec.widths.contains(&0) {
+            return Err(Error::InvalidConfig(format!(
+                "an MLP needs at least two positive widths, got {:?}",
+                spec.widths
+            )));
+        }
+        if spec.activations.len() != spec.widths.len() - 1 {
+            return Err(Error::InvalidConfig(format!(
+                "{} layers need {} activations, got {}",
+                spec.widths.len() - 1,
+                spec.widths.len() - 1,
+                spec.activations.len()
+            )));
+        }
+        if !(0.0..1.0).contains(&spec.dropout) {
+            return Err(Error::InvalidConfig(format!(
+                "dropout probability must lie in [0, 1), got {}",
+                spec.dropout
+            )));
+        }
+        let layout = ParamLayout::new(spec.widths.windows(2).enumerate().flat_map(|(l, w)| {
+            [
+                (format!("{}.weight", 2 * l), vec![w[1], w[0]]),
+                (format!("{}.bias", 2 * l), vec![w[1]]),
+            ]
+        }));
+        Ok(Self { spec, layout })
+    }
+
+    /// The architecture.
+    pub fn spec(&self) -> &MlpSpec {
+        &self.spec
+    }
+
+    /// The number of parametrised layers L.
+    pub fn n_layers(&self) -> usize {
+        self.spec.activations.len()
+    }
+
+    /// Initial parameters from a seeded stream, as PyTorch's `nn.Linear` default: every weight
+    /// and bias of a layer with fan-in d is drawn from U(−1/√d, 1/√d).
+    pub fn init(&self, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
+        let mut rng = seed.fork("mlp-init").rng();
+        let parts = self
+            .layout
+            .segments()
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let fan_in = self.spec.widths[i / 2] as f64;
+                let bound = fan_in.sqrt().recip();
+                Ok(bdl_tensor::uniform(&mut rng, s.numel(), -bound, bound, dtype, device)?)
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Tensor::cat(&parts, 0)?)
+    }
+
+    /// Loads parameters saved under `state_dict` names (for example by PyTorch's
+    /// `safetensors.torch.save_file(model.state_dict(), path)`), checking every name and shape.
+    /// The parameters keep the file's dtype.
+    pub fn load_params(&self, path: &std::path::Path, device: &Device) -> Result<Tensor> {
+        let named = bdl_tensor::load_safetensors(path, device)?;
+        Ok(self.layout.flatten(&named, path)?)
+    }
+
+    /// Saves parameters under `state_dict` names, with the spec in the JSON sidecar.
+    pub fn save(&self, path: &std::path::Path, params: &Tensor) -> Result<()> {
+        let named = self.layout.named(params)?;
+        bdl_tensor::save_safetensors(path, &named, Some(&self.spec))?;
+        Ok(())
+    }
+
+    /// Loads a model saved by [`Mlp::save`]: the spec from the sidecar, the parameters from the
+    /// safetensors file.
+    pub fn load(path: &std::path::Path, device: &Device) -> Result<(Self, Tensor)> {
+        let mlp = Self::new(bdl_tensor::read_sidecar(path)?)?;
+        let params = mlp.load_params(path, device)?;
+        Ok((mlp, params))
+    }
+
+    fn check_input(&self, params: &Tensor, x: &Tensor) -> Result<Tensor> {
+        self.layout.check_flat(params)?;
+        let d_in = self.spec.widths[0];
+        if x.rank() != 2 || x.dims()[1] != d_in {
+            return Err(bdl_tensor::Error::ShapeMismatch {
+                context: "MLP input x".to_owned(),
+                expected: vec![x.dims().first().copied().unwrap_or(0), d_in],
+                actual: x.dims().to_vec(),
+            }
+            .into());
+        }
+        bdl_tensor::check_finite(x, "MLP input x")?;
+        Ok(x.to_dtype(params.dtype())?)
+    }
+}
+
+impl Model for Mlp {
+    fn layout(&self) -> &ParamLayout {
+        &self.layout
+    }
+
+    fn n_outputs(&self) -> usize {
+        *self.spec.widths.last().expect("checked in Mlp::new")
+    }
+
+    fn forward_cached_with(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        mut dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Cache> {
+        let mut a = self.check_input(params, x)?;
+        let n = a.dims()[0];
+        let segments = self.layout.split(params)?;
+        let n_layers = self.n_layers();
+        let (mut inputs, mut pre, mut post, mut masks) = (vec![], vec![], vec![], vec![]);
+        for (l, act) in self.spec.activations.iter().enumerate() {
+            let (w, b) = (&segments[2 * l], &segments[2 * l + 1]);
+            let z = a.matmul(&w.t()?)?.broadcast_add(b)?;
+            let h = act.apply(&z)?;
+            let mask = match dropout.as_deref_mut() {
+                Some(rng) if self.spec.dropout > 0.0 && l + 1 < n_layers => {
+                    let keep = 1.0 - self.spec.dropout;
+                    let m = bdl_tensor::bernoulli(rng, h.shape(), keep, h.dtype(), h.device())?;
+                    Some(m.affine(keep.recip(), 0.0)?)
+                }
+                _ => None,
+            };
+            let next = match &mask {
+                Some(m) => (&h * m)?,
+                None => h.clone(),
+            };
+            inputs.push(a);
+            pre.push(z);
+            post.push(h);
+            masks.push(mask);
+            a = next;
+        }
+        Ok(Cache {
+            inputs,
+            pre,
+            post,
+            masks,
+            output: a,
+            n_examples: n,
+        })
+    }
+
+    fn factors(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Vec<LayerFactors>> {
+        bdl_tensor::check_shape(
+            grad_f,
+            &[cache.n_examples, self.n_outputs()],
+            "output gradient ∂ℓ/∂f",
+        )?;
+        let segments = self.layout.split(params)?;
+        let n_layers = self.n_layers();
+        let mut factors = Vec::with_capacity(n_layers);
+        // ∂ℓ/∂h_L, then δ_l = ∂ℓ/∂z_l = (∂ℓ/∂a_{l+1} ∘ m_l) ∘ φ'(z_l), ∂ℓ/∂a_l = δ_l W_l.
+        let mut grad_a = grad_f.to_dtype(params.dtype())?;
+        for l in (0..n_layers).rev() {
+            let mut delta = match &cache.masks[l] {
+                Some(m) => (grad_a * m)?,
+                None => grad_a,
+            };
+            if let Some(d) = self.spec.activations[l].derivative(&cache.pre[l], &cache.post[l])? {
+                delta = (delta * d)?;
+            }
+            if l > 0 {
+                grad_a = delta.matmul(&segments[2 * l])?;
+            } else {
+                grad_a = delta.clone();
+            }
+            factors.push(LayerFactors {
+                input: cache.inputs[l].clone(),
+                delta,
+                positions: 1,
+                weight_segment: 2 * l,
+                bias_segment: Some(2 * l + 1),
+            });
+        }
+        factors.reverse();
+        Ok(factors)
+    }
+}

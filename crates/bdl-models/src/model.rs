@@ -1,0 +1,162 @@
+//! The [`Model`] trait: a network over a flat parameter vector, with per-example products.
+
+use candle_core::{DType, Tensor};
+
+use bdl_tensor::{ChaCha8Rng, ParamLayout};
+
+use crate::factors::{Column, LayerFactors};
+use crate::{Cache, Error, Result};
+
+/// A network f(x; θ) whose parameters θ ∈ ℝᴰ live in one flat vector laid out by
+/// [`Model::layout`].
+///
+/// Implementors provide the forward pass with its cache and the backward pass to each layer's
+/// inputs and deltas ([`LayerFactors`]); the per-example products that the inference methods need
+/// follow from those without materialising per-example tensors:
+///
+/// - [`backward`](Model::backward): Σ_n J_nᵀ r_n, the gradient of Σ_n ℓ_n for output gradients
+///   r_n = ∂ℓ_n/∂f_n;
+/// - [`sum_sq_grads`](Model::sum_sq_grads): Σ_n g_n∘g_n with g_n = J_nᵀ r_n (VOGN, diagonal
+///   empirical Fisher);
+/// - [`jacobian`](Model::jacobian): ∂f/∂θ_S for a subset S of parameter columns, rows examples ×
+///   outputs (subnetwork GGN).
+pub trait Model {
+    /// The layout of the flat parameter vector.
+    fn layout(&self) -> &ParamLayout;
+
+    /// K, the number of outputs.
+    fn n_outputs(&self) -> usize;
+
+    /// The forward pass on inputs `x`, keeping what the backward pass needs. With `dropout`, a
+    /// model that has dropout draws fresh masks from the stream; without, dropout is off.
+    fn forward_cached_with(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Cache>;
+
+    /// Backpropagates per-example output gradients `grad_f` (`[N, K]`, row n = ∂ℓ_n/∂f_n) to
+    /// the inputs and deltas of every parametrised layer.
+    fn factors(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Vec<LayerFactors>>;
+
+    /// The forward pass with dropout off, keeping what the backward pass needs.
+    fn forward_cached(&self, params: &Tensor, x: &Tensor) -> Result<Cache> {
+        self.forward_cached_with(params, x, None)
+    }
+
+    /// f(x; θ), shape `[N, K]`.
+    fn forward(&self, params: &Tensor, x: &Tensor) -> Result<Tensor> {
+        Ok(self.forward_cached(params, x)?.output)
+    }
+
+    /// Σ_n J_nᵀ r_n, shape `[D]`: the gradient of Σ_n ℓ_n when `grad_f` holds r_n = ∂ℓ_n/∂f_n.
+    fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        let factors = self.factors(params, cache, grad_f)?;
+        assemble(self.layout(), &factors, LayerFactors::weight_grad, LayerFactors::bias_grad)
+    }
+
+    /// Σ_n g_n∘g_n, shape `[D]`, with g_n = J_nᵀ r_n the gradient of example n alone.
+    fn sum_sq_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        let factors = self.factors(params, cache, grad_f)?;
+        assemble(self.layout(), &factors, LayerFactors::weight_sum_sq, LayerFactors::bias_sum_sq)
+    }
+
+    /// The per-example gradients g_n = J_nᵀ r_n, shape `[N, D]`. This materialises N·D numbers:
+    /// use it for checks and small problems; [`backward`](Model::backward) and
+    /// [`sum_sq_grads`](Model::sum_sq_grads) give their sums without it.
+    fn per_example_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        let factors = self.factors(params, cache, grad_f)?;
+        let all: Vec<usize> = (0..self.layout().len()).collect();
+        subset_columns(self.layout(), &factors, &all)
+    }
+
+    /// The Jacobian ∂f(x_n)/∂θ_S for the parameter columns `subset` (flat indices, any order),
+    /// shape `[N·K, |S|]`: row n·K + k holds ∂f_k(x_n)/∂θ_S. Only the |S| columns are built.
+    fn jacobian(&self, params: &Tensor, cache: &Cache, subset: &[usize]) -> Result<Tensor> {
+        let k = self.n_outputs();
+        let n = cache.n_examples;
+        let repeated = cache.repeat_interleave(k)?;
+        let eye = Tensor::eye(k, params.dtype(), params.device())?
+            .unsqueeze(0)?
+            .broadcast_as((n, k, k))?
+            .reshape((n * k, k))?;
+        let factors = self.factors(params, &repeated, &eye)?;
+        subset_columns(self.layout(), &factors, subset)
+    }
+}
+
+/// Applies a per-layer product to every layer and lays the results out as one flat `[D]` vector.
+fn assemble(
+    layout: &ParamLayout,
+    factors: &[LayerFactors],
+    weight: impl Fn(&LayerFactors) -> Result<Tensor>,
+    bias: impl Fn(&LayerFactors) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let mut parts: Vec<Option<Tensor>> = vec![None; layout.segments().len()];
+    for f in factors {
+        parts[f.weight_segment] = Some(weight(f)?.flatten_all()?);
+        if let Some(b) = f.bias_segment {
+            parts[b] = Some(bias(f)?);
+        }
+    }
+    let parts: Vec<Tensor> = parts
+        .into_iter()
+        .zip(layout.segments())
+        .map(|(p, s)| p.unwrap_or_else(|| panic!("model produced no factors for segment `{}`", s.name)))
+        .collect();
+    Ok(Tensor::cat(&parts, 0)?)
+}
+
+/// The per-row gradient columns of the flat parameters `subset`, in the order given.
+fn subset_columns(layout: &ParamLayout, factors: &[LayerFactors], subset: &[usize]) -> Result<Tensor> {
+    let d = layout.len();
+    let segments = layout.segments();
+    // Which layer and which (o, j) each requested column belongs to.
+    let mut per_layer: Vec<(Vec<usize>, Vec<Column>)> = vec![(Vec::new(), Vec::new()); factors.len()];
+    for (pos, &index) in subset.iter().enumerate() {
+        if index >= d {
+            return Err(Error::ParamIndex { index, len: d });
+        }
+        let (layer, column) = factors
+            .iter()
+            .enumerate()
+            .find_map(|(l, f)| {
+                let w = &segments[f.weight_segment];
+                if w.range().contains(&index) {
+                    let fan_in = w.numel() / w.shape[0];
+                    let k = index - w.offset;
+                    return Some((l, Column::Weight { o: k / fan_in, j: k % fan_in }));
+                }
+                let b = &segments[f.bias_segment?];
+                b.range()
+                    .contains(&index)
+                    .then(|| (l, Column::Bias { o: index - b.offset }))
+            })
+            .expect("every flat index belongs to a layer");
+        per_layer[layer].0.push(pos);
+        per_layer[layer].1.push(column);
+    }
+    let rows = factors.first().map_or(0, LayerFactors::rows);
+    let dtype = factors.first().map_or(DType::F32, |f| f.delta.dtype());
+    let device = factors.first().map(|f| f.delta.device().clone()).unwrap_or(candle_core::Device::Cpu);
+    if subset.is_empty() {
+        return Ok(Tensor::zeros((rows, 0), dtype, &device)?);
+    }
+    let mut blocks = Vec::new();
+    let mut order: Vec<usize> = Vec::with_capacity(subset.len());
+    for (f, (positions, columns)) in factors.iter().zip(&per_layer) {
+        if !columns.is_empty() {
+            blocks.push(f.columns(columns)?);
+            order.extend(positions);
+        }
+    }
+    let grouped = Tensor::cat(&blocks, 1)?;
+    // `order[c]` is the requested position of grouped column c; invert it.
+    let mut inverse = vec![0u32; subset.len()];
+    for (c, &pos) in order.iter().enumerate() {
+        inverse[pos] = c as u32;
+    }
+    let inverse = Tensor::from_vec(inverse, subset.len(), &device)?;
+    Ok(grouped.index_select(&inverse, 1)?)
+}

@@ -1,0 +1,33 @@
+//! The shared tensor layer of bdl.
+//!
+//! This is the only crate that knows candle's internals and the faer interop. It holds
+//!
+//! - [`ParamLayout`]: ordered named segments over one flat parameter vector, in PyTorch
+//!   `state_dict` order, with views by layer, node and finer sub-block, and a weights-only mask;
+//! - [`Seed`] and the tensor fills [`normal`], [`uniform`], [`bernoulli`]: every random number in
+//!   bdl comes from a seeded ChaCha8 stream;
+//! - [`with_mat_ref`], [`to_mat`], [`from_mat`]: candle ⇄ faer, zero-copy where possible;
+//! - [`save_safetensors`], [`load_safetensors`], [`read_sidecar`]: checkpoints with a JSON sidecar;
+//! - [`check_finite`], [`check_shape`]: typed errors for bad input;
+//! - [`set_num_threads`]: the thread count of matrix products and factorisations.
+//!
+//! Sibling crates: `bdl-data` (datasets), `bdl-likelihoods` (likelihoods and predictives),
+//! `bdl-models` (MLP and CNN with per-example products), and the inference crates built on them.
+
+mod error;
+mod finite;
+mod interop;
+mod io;
+mod layout;
+mod rng;
+mod threads;
+
+pub use candle_core::{DType, Device, Tensor};
+pub use error::{Error, Result};
+pub use finite::{check_finite, check_shape};
+pub use interop::{from_mat, to_mat, with_mat_ref};
+pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
+pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
+pub use rng::{Seed, bernoulli, normal, uniform};
+pub use threads::{num_threads, set_num_threads};
+pub use rand_chacha::ChaCha8Rng;
