@@ -70,7 +70,11 @@ impl LayerFactors {
     /// Σ_n g_n(b) = 1ᵀ δ, shape `[O]` (a product with a row of ones: candle's reductions over the
     /// first axis are slow).
     pub fn bias_grad(&self) -> Result<Tensor> {
-        let ones = ones_row(self.delta.dims()[0], self.delta.dtype(), self.delta.device())?;
+        let ones = ones_row(
+            self.delta.dims()[0],
+            self.delta.dtype(),
+            self.delta.device(),
+        )?;
         Ok(ones.matmul(&self.delta)?.squeeze(0)?)
     }
 
@@ -92,7 +96,11 @@ impl LayerFactors {
     /// Σ_n g_n(b)∘g_n(b), shape `[O]`.
     pub fn bias_sum_sq(&self) -> Result<Tensor> {
         let per_example = self.sum_positions(self.delta.clone())?;
-        let ones = ones_row(per_example.dims()[0], per_example.dtype(), per_example.device())?;
+        let ones = ones_row(
+            per_example.dims()[0],
+            per_example.dtype(),
+            per_example.device(),
+        )?;
         Ok(ones.matmul(&per_example.sqr()?)?.squeeze(0)?)
     }
 

@@ -25,7 +25,13 @@ impl MlpSpec {
     pub fn new(widths: &[usize], hidden: Activation) -> Self {
         let n_layers = widths.len().saturating_sub(1);
         let activations = (0..n_layers)
-            .map(|l| if l + 1 == n_layers { Activation::Identity } else { hidden })
+            .map(|l| {
+                if l + 1 == n_layers {
+                    Activation::Identity
+                } else {
+                    hidden
+                }
+            })
             .collect();
         Self {
             widths: widths.to_vec(),
@@ -118,7 +124,14 @@ impl Mlp {
             .map(|(i, s)| {
                 let fan_in = self.spec.widths[i / 2] as f64;
                 let bound = fan_in.sqrt().recip();
-                Ok(bdl_tensor::uniform(&mut rng, s.numel(), -bound, bound, dtype, device)?)
+                Ok(bdl_tensor::uniform(
+                    &mut rng,
+                    s.numel(),
+                    -bound,
+                    bound,
+                    dtype,
+                    device,
+                )?)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Tensor::cat(&parts, 0)?)
@@ -215,7 +228,12 @@ impl Model for Mlp {
         })
     }
 
-    fn factors(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Vec<LayerFactors>> {
+    fn factors(
+        &self,
+        params: &Tensor,
+        cache: &Cache,
+        grad_f: &Tensor,
+    ) -> Result<Vec<LayerFactors>> {
         bdl_tensor::check_shape(
             grad_f,
             &[cache.n_examples, self.n_outputs()],

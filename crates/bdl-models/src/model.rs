@@ -38,7 +38,8 @@ pub trait Model {
 
     /// Backpropagates per-example output gradients `grad_f` (`[N, K]`, row n = ∂ℓ_n/∂f_n) to
     /// the inputs and deltas of every parametrised layer.
-    fn factors(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Vec<LayerFactors>>;
+    fn factors(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor)
+    -> Result<Vec<LayerFactors>>;
 
     /// The forward pass with dropout off, keeping what the backward pass needs.
     fn forward_cached(&self, params: &Tensor, x: &Tensor) -> Result<Cache> {
@@ -53,13 +54,23 @@ pub trait Model {
     /// Σ_n J_nᵀ r_n, shape `[D]`: the gradient of Σ_n ℓ_n when `grad_f` holds r_n = ∂ℓ_n/∂f_n.
     fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
         let factors = self.factors(params, cache, grad_f)?;
-        assemble(self.layout(), &factors, LayerFactors::weight_grad, LayerFactors::bias_grad)
+        assemble(
+            self.layout(),
+            &factors,
+            LayerFactors::weight_grad,
+            LayerFactors::bias_grad,
+        )
     }
 
     /// Σ_n g_n∘g_n, shape `[D]`, with g_n = J_nᵀ r_n the gradient of example n alone.
     fn sum_sq_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
         let factors = self.factors(params, cache, grad_f)?;
-        assemble(self.layout(), &factors, LayerFactors::weight_sum_sq, LayerFactors::bias_sum_sq)
+        assemble(
+            self.layout(),
+            &factors,
+            LayerFactors::weight_sum_sq,
+            LayerFactors::bias_sum_sq,
+        )
     }
 
     /// The per-example gradients g_n = J_nᵀ r_n, shape `[N, D]`. This materialises N·D numbers:
@@ -103,17 +114,24 @@ fn assemble(
     let parts: Vec<Tensor> = parts
         .into_iter()
         .zip(layout.segments())
-        .map(|(p, s)| p.unwrap_or_else(|| panic!("model produced no factors for segment `{}`", s.name)))
+        .map(|(p, s)| {
+            p.unwrap_or_else(|| panic!("model produced no factors for segment `{}`", s.name))
+        })
         .collect();
     Ok(Tensor::cat(&parts, 0)?)
 }
 
 /// The per-row gradient columns of the flat parameters `subset`, in the order given.
-fn subset_columns(layout: &ParamLayout, factors: &[LayerFactors], subset: &[usize]) -> Result<Tensor> {
+fn subset_columns(
+    layout: &ParamLayout,
+    factors: &[LayerFactors],
+    subset: &[usize],
+) -> Result<Tensor> {
     let d = layout.len();
     let segments = layout.segments();
     // Which layer and which (o, j) each requested column belongs to.
-    let mut per_layer: Vec<(Vec<usize>, Vec<Column>)> = vec![(Vec::new(), Vec::new()); factors.len()];
+    let mut per_layer: Vec<(Vec<usize>, Vec<Column>)> =
+        vec![(Vec::new(), Vec::new()); factors.len()];
     for (pos, &index) in subset.iter().enumerate() {
         if index >= d {
             return Err(Error::ParamIndex { index, len: d });
@@ -126,12 +144,23 @@ fn subset_columns(layout: &ParamLayout, factors: &[LayerFactors], subset: &[usiz
                 if w.range().contains(&index) {
                     let fan_in = w.numel() / w.shape[0];
                     let k = index - w.offset;
-                    return Some((l, Column::Weight { o: k / fan_in, j: k % fan_in }));
+                    return Some((
+                        l,
+                        Column::Weight {
+                            o: k / fan_in,
+                            j: k % fan_in,
+                        },
+                    ));
                 }
                 let b = &segments[f.bias_segment?];
-                b.range()
-                    .contains(&index)
-                    .then(|| (l, Column::Bias { o: index - b.offset }))
+                b.range().contains(&index).then(|| {
+                    (
+                        l,
+                        Column::Bias {
+                            o: index - b.offset,
+                        },
+                    )
+                })
             })
             .expect("every flat index belongs to a layer");
         per_layer[layer].0.push(pos);
@@ -139,7 +168,10 @@ fn subset_columns(layout: &ParamLayout, factors: &[LayerFactors], subset: &[usiz
     }
     let rows = factors.first().map_or(0, LayerFactors::rows);
     let dtype = factors.first().map_or(DType::F32, |f| f.delta.dtype());
-    let device = factors.first().map(|f| f.delta.device().clone()).unwrap_or(candle_core::Device::Cpu);
+    let device = factors
+        .first()
+        .map(|f| f.delta.device().clone())
+        .unwrap_or(candle_core::Device::Cpu);
     if subset.is_empty() {
         return Ok(Tensor::zeros((rows, 0), dtype, &device)?);
     }

@@ -16,12 +16,19 @@ use crate::{Error, Result};
 pub fn check_finite(t: &Tensor, context: &str) -> Result<()> {
     // Fast path: NaN and infinities propagate into the sum. Only when the sum is not finite
     // (which a huge but finite tensor can also cause) are the elements searched one by one.
-    if !t.dtype().is_float() || t.sum_all()?.to_dtype(DType::F64)?.to_scalar::<f64>()?.is_finite() {
+    if !t.dtype().is_float()
+        || t.sum_all()?
+            .to_dtype(DType::F64)?
+            .to_scalar::<f64>()?
+            .is_finite()
+    {
         return Ok(());
     }
     let values: Vec<f64> = match t.dtype() {
         DType::F64 => t.flatten_all()?.to_vec1::<f64>()?,
-        DType::F32 | DType::F16 | DType::BF16 => t.flatten_all()?.to_dtype(DType::F64)?.to_vec1()?,
+        DType::F32 | DType::F16 | DType::BF16 => {
+            t.flatten_all()?.to_dtype(DType::F64)?.to_vec1()?
+        }
         _ => return Ok(()),
     };
     match values.iter().position(|v| !v.is_finite()) {

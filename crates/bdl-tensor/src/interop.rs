@@ -48,7 +48,11 @@ pub fn with_mat_ref<R>(t: &Tensor, f: impl FnOnce(MatRef<'_, f64>) -> R) -> Resu
     let (start, end) = layout
         .contiguous_offsets()
         .expect("contiguity was established above");
-    Ok(f(MatRef::from_row_major_slice(&data[start..end], rows, cols)))
+    Ok(f(MatRef::from_row_major_slice(
+        &data[start..end],
+        rows,
+        cols,
+    )))
 }
 
 /// Copies the matrix `t` into an owned f64 faer matrix.
@@ -93,7 +97,10 @@ mod tests {
 
     #[test]
     fn contiguous_f64_is_viewed_in_place() {
-        let t = Tensor::arange(0.0f64, 12.0, &Device::Cpu).unwrap().reshape((3, 4)).unwrap();
+        let t = Tensor::arange(0.0f64, 12.0, &Device::Cpu)
+            .unwrap()
+            .reshape((3, 4))
+            .unwrap();
         let (ptr, first) = with_mat_ref(&t, |m| (m.as_ptr(), m[(2, 3)])).unwrap();
         let storage_ptr = {
             let (s, _) = t.storage_and_layout();

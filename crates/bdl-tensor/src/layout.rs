@@ -234,14 +234,22 @@ impl ParamLayout {
         self.check_flat(flat)?;
         self.segments
             .iter()
-            .map(|s| Ok(flat.narrow(0, s.offset, s.numel())?.reshape(s.shape.as_slice())?))
+            .map(|s| {
+                Ok(flat
+                    .narrow(0, s.offset, s.numel())?
+                    .reshape(s.shape.as_slice())?)
+            })
             .collect()
     }
 
     /// Concatenates named tensors into the flat vector, in layout order.
     ///
     /// Errors name the first tensor that is missing, of the wrong shape, or not in the layout.
-    pub fn flatten(&self, named: &HashMap<String, Tensor>, source: &std::path::Path) -> Result<Tensor> {
+    pub fn flatten(
+        &self,
+        named: &HashMap<String, Tensor>,
+        source: &std::path::Path,
+    ) -> Result<Tensor> {
         if let Some(name) = named.keys().find(|n| self.segment(n).is_none()) {
             return Err(Error::UnexpectedTensor {
                 path: source.to_path_buf(),
@@ -256,7 +264,11 @@ impl ParamLayout {
                     path: source.to_path_buf(),
                     name: s.name.clone(),
                 })?;
-                crate::check_shape(t, &s.shape, &format!("{}: tensor `{}`", source.display(), s.name))?;
+                crate::check_shape(
+                    t,
+                    &s.shape,
+                    &format!("{}: tensor `{}`", source.display(), s.name),
+                )?;
                 Ok(t.flatten_all()?)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -341,7 +353,10 @@ mod tests {
         let layout = ParamLayout::new([("0.weight", vec![10, 784]), ("0.bias", vec![10])]);
         assert_eq!(layout.node_sub_blocks(0, 0, SubBlocks::Size(10)).len(), 78);
         let ten = layout.node_sub_blocks(0, 0, SubBlocks::Count(10));
-        assert_eq!(ten.iter().map(Vec::len).collect::<Vec<_>>(), [79, 79, 79, 79, 79, 78, 78, 78, 78, 78]);
+        assert_eq!(
+            ten.iter().map(Vec::len).collect::<Vec<_>>(),
+            [79, 79, 79, 79, 79, 78, 78, 78, 78, 78]
+        );
     }
 
     #[test]
@@ -359,15 +374,39 @@ mod tests {
         let layout = mlp_layout(&[2, 3]);
         let dev = Device::Cpu;
         let mut named = HashMap::new();
-        named.insert("0.weight".to_owned(), Tensor::zeros((3, 2), DType::F32, &dev).unwrap());
-        let err = layout.flatten(&named, std::path::Path::new("m.safetensors")).unwrap_err();
-        assert!(matches!(err, Error::MissingTensor { ref name, .. } if name == "0.bias"), "{err}");
-        named.insert("0.bias".to_owned(), Tensor::zeros(4, DType::F32, &dev).unwrap());
-        let err = layout.flatten(&named, std::path::Path::new("m.safetensors")).unwrap_err();
+        named.insert(
+            "0.weight".to_owned(),
+            Tensor::zeros((3, 2), DType::F32, &dev).unwrap(),
+        );
+        let err = layout
+            .flatten(&named, std::path::Path::new("m.safetensors"))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::MissingTensor { ref name, .. } if name == "0.bias"),
+            "{err}"
+        );
+        named.insert(
+            "0.bias".to_owned(),
+            Tensor::zeros(4, DType::F32, &dev).unwrap(),
+        );
+        let err = layout
+            .flatten(&named, std::path::Path::new("m.safetensors"))
+            .unwrap_err();
         assert!(matches!(err, Error::ShapeMismatch { .. }), "{err}");
-        named.insert("0.bias".to_owned(), Tensor::zeros(3, DType::F32, &dev).unwrap());
-        named.insert("9.weight".to_owned(), Tensor::zeros(3, DType::F32, &dev).unwrap());
-        let err = layout.flatten(&named, std::path::Path::new("m.safetensors")).unwrap_err();
-        assert!(matches!(err, Error::UnexpectedTensor { ref name, .. } if name == "9.weight"), "{err}");
+        named.insert(
+            "0.bias".to_owned(),
+            Tensor::zeros(3, DType::F32, &dev).unwrap(),
+        );
+        named.insert(
+            "9.weight".to_owned(),
+            Tensor::zeros(3, DType::F32, &dev).unwrap(),
+        );
+        let err = layout
+            .flatten(&named, std::path::Path::new("m.safetensors"))
+            .unwrap_err();
+        assert!(
+            matches!(err, Error::UnexpectedTensor { ref name, .. } if name == "9.weight"),
+            "{err}"
+        );
     }
 }

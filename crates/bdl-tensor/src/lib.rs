@@ -28,6 +28,6 @@ pub use finite::{check_finite, check_shape};
 pub use interop::{from_mat, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
+pub use rand_chacha::ChaCha8Rng;
 pub use rng::{Seed, bernoulli, normal, uniform};
 pub use threads::{num_threads, set_num_threads};
-pub use rand_chacha::ChaCha8Rng;

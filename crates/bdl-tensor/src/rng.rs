@@ -50,7 +50,9 @@ impl Seed {
 
     /// The `i`-th child seed (chain `i`, split `i`, sample `i`).
     pub fn index(self, i: u64) -> Seed {
-        Seed(splitmix64(self.0.wrapping_add(splitmix64(i ^ 0x9e37_79b9_7f4a_7c15))))
+        Seed(splitmix64(
+            self.0.wrapping_add(splitmix64(i ^ 0x9e37_79b9_7f4a_7c15)),
+        ))
     }
 }
 
@@ -194,12 +196,32 @@ mod tests {
     fn moments_are_plausible() {
         // 20,000 draws: the sample mean has sd 1/sqrt(20000) = 0.007 and the sample variance sd
         // about sqrt(2/20000) = 0.01, so 0.05 is more than five standard deviations.
-        let v = values(&normal(&mut Seed(3).rng(), 20_000, 1.0, 1.0, DType::F64, &Device::Cpu).unwrap());
+        let v = values(
+            &normal(
+                &mut Seed(3).rng(),
+                20_000,
+                1.0,
+                1.0,
+                DType::F64,
+                &Device::Cpu,
+            )
+            .unwrap(),
+        );
         let mean = v.iter().sum::<f64>() / v.len() as f64;
         let var = v.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / v.len() as f64;
         assert!((mean - 1.0).abs() < 0.05, "mean {mean}");
         assert!((var - 1.0).abs() < 0.05, "var {var}");
-        let u = values(&uniform(&mut Seed(3).rng(), 20_000, -1.0, 3.0, DType::F64, &Device::Cpu).unwrap());
+        let u = values(
+            &uniform(
+                &mut Seed(3).rng(),
+                20_000,
+                -1.0,
+                3.0,
+                DType::F64,
+                &Device::Cpu,
+            )
+            .unwrap(),
+        );
         assert!(u.iter().all(|&x| (-1.0..3.0).contains(&x)));
     }
 

@@ -1,0 +1,220 @@
+//! The MLP's per-example products against candle's autograd, single-example backward passes,
+//! explicit sums and central finite differences.
+
+mod common;
+
+use bdl_models::{Activation, Mlp, MlpSpec, Model};
+use bdl_tensor::Seed;
+use candle_core::{DType, Device, Tensor, Var};
+use common::{architecture, assert_close, randn, values};
+use proptest::prelude::*;
+
+fn mlp(widths: Vec<usize>, activations: Vec<Activation>) -> Mlp {
+    Mlp::new(MlpSpec {
+        widths,
+        activations,
+        dropout: 0.0,
+    })
+    .unwrap()
+}
+
+/// Σ_n J_nᵀ r_n by candle's autograd: the gradient of Σ_n r_n·f(x_n; θ).
+fn autograd(model: &Mlp, theta: &Tensor, x: &Tensor, r: &Tensor) -> Tensor {
+    let var = Var::from_tensor(theta).unwrap();
+    let f = model.forward(var.as_tensor(), x).unwrap();
+    let loss = (f * r).unwrap().sum_all().unwrap();
+    loss.backward()
+        .unwrap()
+        .get(var.as_tensor())
+        .unwrap()
+        .clone()
+}
+
+// Tolerances (f64): the products and autograd compute the same sums in different orders, so
+// they agree to a few hundred ulps of the largest term; 1e-10 relative with 1e-12 absolute leaves
+// a wide margin over that while catching any wrong term.
+const RTOL: f64 = 1e-10;
+const ATOL: f64 = 1e-12;
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn per_example_grads_sum_to_the_autograd_gradient(
+        (widths, activations) in architecture(), n in 1usize..9, seed in any::<u64>(),
+    ) {
+        let seed = Seed(seed);
+        let model = mlp(widths.clone(), activations);
+        let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+        let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
+        let r = randn(seed.fork("r"), &[n, model.n_outputs()], DType::F64);
+        let cache = model.forward_cached(&theta, &x).unwrap();
+        let per_example = model.per_example_grads(&theta, &cache, &r).unwrap();
+        let summed = per_example.sum(0).unwrap();
+        let expected = autograd(&model, &theta, &x, &r);
+        assert_close(&summed, &expected, RTOL, ATOL);
+        assert_close(&model.backward(&theta, &cache, &r).unwrap(), &expected, RTOL, ATOL);
+
+        // Each row equals a backward pass through that example alone.
+        for i in 0..n {
+            let xi = x.narrow(0, i, 1).unwrap();
+            let ri = r.narrow(0, i, 1).unwrap();
+            let single = autograd(&model, &theta, &xi, &ri);
+            assert_close(&per_example.get(i).unwrap(), &single, RTOL, ATOL);
+        }
+
+        // Σ g∘g from the (a, δ) products equals the explicit sum over the rows.
+        let explicit = per_example.sqr().unwrap().sum(0).unwrap();
+        assert_close(&model.sum_sq_grads(&theta, &cache, &r).unwrap(), &explicit, RTOL, ATOL);
+    }
+
+    #[test]
+    fn jacobian_matches_central_differences(
+        (widths, activations) in architecture(), n in 1usize..5, seed in any::<u64>(),
+    ) {
+        let seed = Seed(seed);
+        let model = mlp(widths.clone(), activations);
+        let d = model.layout().len();
+        let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+        let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
+        // A random subset of columns, in random order, with repeats allowed.
+        let mut rng = seed.fork("subset").rng();
+        let subset: Vec<usize> = (0..d.min(12)).map(|_| rand::Rng::random_range(&mut rng, 0..d)).collect();
+        let cache = model.forward_cached(&theta, &x).unwrap();
+        let jac = model.jacobian(&theta, &cache, &subset).unwrap();
+        let k = model.n_outputs();
+        prop_assert_eq!(jac.dims(), &[n * k, subset.len()]);
+
+        // Central differences in f64 with h = 1e-6: truncation O(h²) ≈ 1e-12 and rounding
+        // O(ε/h) ≈ 1e-10 relative to |f|, so 1e-6 (relative to 1 + |J|) is far above the error of
+        // a correct Jacobian and far below that of a wrong entry. (A random pre-activation lies
+        // within h of a ReLU kink with probability about 1e-6 per unit.)
+        let h = 1e-6;
+        let theta_v = values(&theta);
+        for (c, &p) in subset.iter().enumerate() {
+            let shifted = |delta: f64| {
+                let mut t = theta_v.clone();
+                t[p] += delta;
+                let t = Tensor::from_vec(t, d, &Device::Cpu).unwrap();
+                values(&model.forward(&t, &x).unwrap())
+            };
+            let (plus, minus) = (shifted(h), shifted(-h));
+            let column = values(&jac.narrow(1, c, 1).unwrap());
+            for row in 0..n * k {
+                let fd = (plus[row] - minus[row]) / (2.0 * h);
+                prop_assert!(
+                    (column[row] - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                    "column {} (param {}), row {}: {} vs {}", c, p, row, column[row], fd
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn jacobian_of_all_columns_is_the_stack_of_per_output_gradients() {
+    // Row n·K + k of the full Jacobian is the per-example gradient with r = e_k.
+    let seed = Seed(5);
+    let model = mlp(vec![3, 4, 3], vec![Activation::Tanh, Activation::Identity]);
+    let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+    let x = randn(seed.fork("x"), &[2, 3], DType::F64);
+    let cache = model.forward_cached(&theta, &x).unwrap();
+    let all: Vec<usize> = (0..model.layout().len()).collect();
+    let jac = model.jacobian(&theta, &cache, &all).unwrap();
+    for k in 0..3 {
+        let mut e = vec![0.0; 6];
+        e[k] = 1.0;
+        e[3 + k] = 1.0;
+        let r = Tensor::from_vec(e, (2, 3), &Device::Cpu).unwrap();
+        let g = model.per_example_grads(&theta, &cache, &r).unwrap();
+        for n in 0..2 {
+            assert_close(&jac.get(n * 3 + k).unwrap(), &g.get(n).unwrap(), 0.0, 0.0);
+        }
+    }
+}
+
+#[test]
+fn f32_products_track_f64() {
+    // The same network in f32 and f64: f32 rounding (ε ≈ 6e-8) over sums of at most a few
+    // hundred terms stays below 1e-4 relative to the largest entry.
+    let seed = Seed(9);
+    let model = mlp(
+        vec![13, 50, 1],
+        vec![Activation::Relu, Activation::Identity],
+    );
+    let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+    let x = randn(seed.fork("x"), &[32, 13], DType::F64);
+    let r = randn(seed.fork("r"), &[32, 1], DType::F64);
+    let run = |dtype| {
+        let (t, x, r) = (
+            theta.to_dtype(dtype).unwrap(),
+            x.to_dtype(dtype).unwrap(),
+            r.to_dtype(dtype).unwrap(),
+        );
+        let cache = model.forward_cached(&t, &x).unwrap();
+        model.sum_sq_grads(&t, &cache, &r).unwrap()
+    };
+    let (a, b) = (run(DType::F32), run(DType::F64));
+    let scale = values(&b).iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    assert_close(&a, &b, 1e-4, 1e-4 * scale);
+}
+
+#[test]
+fn dropout_masks_are_seeded_and_backpropagated() {
+    let seed = Seed(3);
+    let model =
+        Mlp::new(MlpSpec::new(&[4, 16, 16, 2], Activation::Relu).with_dropout(0.5)).unwrap();
+    let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+    let x = randn(seed.fork("x"), &[6, 4], DType::F64);
+    let r = randn(seed.fork("r"), &[6, 2], DType::F64);
+    let run = |s: Seed| {
+        model
+            .forward_cached_with(&theta, &x, Some(&mut s.rng()))
+            .unwrap()
+    };
+    let (a, b, c) = (run(Seed(1)), run(Seed(1)), run(Seed(2)));
+    assert_eq!(values(&a.output), values(&b.output));
+    assert_ne!(values(&a.output), values(&c.output));
+    assert!(
+        a.masks[0].is_some() && a.masks[2].is_none(),
+        "no dropout on the output layer"
+    );
+    // Without a stream, dropout is off.
+    assert!(
+        model
+            .forward_cached(&theta, &x)
+            .unwrap()
+            .masks
+            .iter()
+            .all(Option::is_none)
+    );
+
+    // The backward pass through the masks equals autograd through the same masked forward.
+    let var = Var::from_tensor(&theta).unwrap();
+    let cache = model
+        .forward_cached_with(var.as_tensor(), &x, Some(&mut Seed(1).rng()))
+        .unwrap();
+    let loss = (&cache.output * &r).unwrap().sum_all().unwrap();
+    let expected = loss
+        .backward()
+        .unwrap()
+        .get(var.as_tensor())
+        .unwrap()
+        .clone();
+    assert_close(
+        &model.backward(&theta, &cache, &r).unwrap(),
+        &expected,
+        RTOL,
+        ATOL,
+    );
+}
+
+#[test]
+fn init_is_seeded_and_fan_in_scaled() {
+    let model = Mlp::new(MlpSpec::new(&[100, 4, 1], Activation::Tanh)).unwrap();
+    let a = model.init(Seed(1), DType::F32, &Device::Cpu).unwrap();
+    let b = model.init(Seed(1), DType::F32, &Device::Cpu).unwrap();
+    assert_eq!(values(&a), values(&b));
+    let first_layer = &values(&a)[..400];
+    assert!(first_layer.iter().all(|w| w.abs() <= 0.1), "|w| ≤ 1/√100");
+}
