@@ -1,0 +1,95 @@
+//! The generalized Gauss–Newton matrix H = Σ_n J_nᵀ Λ_n J_n.
+//!
+//! J_n = ∂f(x_n; θ)/∂θ at the MAP (K × D) and Λ_n = −∇²_f log p(y_n | f) at f(x_n; θ̂) (σ⁻² I,
+//! p(1 − p), diag(p) − ppᵀ). With the likelihood's factor Λ_n = L_n L_nᵀ, the rows of
+//! M_n = L_nᵀ J_n stack into one matrix M and H = MᵀM: one symmetric rank-k update per
+//! minibatch, accumulated in f64. Only the chosen columns of J are ever built.
+
+use bdl_likelihoods::Likelihood;
+use bdl_models::{Cache, Model};
+use candle_core::{DType, Tensor};
+use faer::{Accum, Mat, Par};
+
+use crate::Result;
+
+/// The rows of x in consecutive minibatches of at most `batch_size` (at least one row each).
+fn batches(x: &Tensor, batch_size: usize) -> Result<Vec<Tensor>> {
+    let n = x.dims()[0];
+    let size = batch_size.max(1);
+    (0..n.div_ceil(size))
+        .map(|b| {
+            let start = b * size;
+            Ok(x.narrow(0, start, size.min(n - start))?)
+        })
+        .collect()
+}
+
+/// Runs the forward pass on each minibatch of `x` and hands the cache and Λ's factor L
+/// (`[B, K, K]`) to `visit`.
+fn for_each_batch(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: &Likelihood,
+    x: &Tensor,
+    batch_size: usize,
+    mut visit: impl FnMut(&Cache, &Tensor) -> Result<()>,
+) -> Result<()> {
+    for xb in batches(x, batch_size)? {
+        let cache = model.forward_cached(theta, &xb)?;
+        let factor = likelihood
+            .hess_factor(&cache.output)?
+            .to_dtype(theta.dtype())?;
+        visit(&cache, &factor)?;
+    }
+    Ok(())
+}
+
+/// H_S = Σ_n J_S(x_n)ᵀ Λ_n J_S(x_n) for the parameter columns `subset`, over the rows of `x` in
+/// minibatches of `batch_size`; an |S| × |S| symmetric positive semi-definite matrix in f64.
+pub fn ggn(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: &Likelihood,
+    x: &Tensor,
+    subset: &[usize],
+    batch_size: usize,
+) -> Result<Mat<f64>> {
+    let s = subset.len();
+    let mut h = Mat::<f64>::zeros(s, s);
+    for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
+        let (b, k, _) = factor.dims3()?;
+        let j = model.jacobian(theta, cache, subset)?.reshape((b, k, s))?;
+        let m = factor.transpose(1, 2)?.matmul(&j)?.reshape((b * k, s))?;
+        bdl_tensor::with_mat_ref(&m.to_dtype(DType::F64)?, |m| {
+            faer::linalg::matmul::matmul(h.as_mut(), Accum::Add, m.transpose(), m, 1.0, Par::Seq);
+        })?;
+        Ok(())
+    })?;
+    Ok(h)
+}
+
+/// The diagonal of the full GGN, diag(Σ_n J_nᵀ Λ_n J_n) ∈ ℝᴰ, without any Jacobian: for each
+/// column l_k of the factor, Σ_n (J_nᵀ L_n e_k)∘(J_nᵀ L_n e_k) is one [`Model::sum_sq_grads`],
+/// so the cost is K backward passes per minibatch.
+pub fn ggn_diagonal(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: &Likelihood,
+    x: &Tensor,
+    batch_size: usize,
+) -> Result<Vec<f64>> {
+    let mut diag = vec![0.0; model.layout().len()];
+    for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
+        let k = factor.dims()[2];
+        for col in 0..k {
+            let r = factor.narrow(2, col, 1)?.squeeze(2)?;
+            let sq: Vec<f64> = model
+                .sum_sq_grads(theta, cache, &r)?
+                .to_dtype(DType::F64)?
+                .to_vec1()?;
+            diag.iter_mut().zip(sq).for_each(|(d, v)| *d += v);
+        }
+        Ok(())
+    })?;
+    Ok(diag)
+}

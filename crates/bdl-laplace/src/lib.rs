@@ -1,0 +1,24 @@
+//! Linearized Laplace approximations for bdl models.
+//!
+//! After training to the MAP θ̂, the Laplace approximation is q(θ) = N(θ̂, P⁻¹) with
+//! P = H + diag(λ), H the generalized Gauss–Newton matrix Σ_n J_nᵀ Λ_n J_n. Here
+//!
+//! - [`ggn`] builds H_S for any parameter subset S, one symmetric rank-k update per minibatch in
+//!   f64, never forming the D-wide Jacobian; [`ggn_diagonal`] gives diag(H) over all parameters
+//!   from K backward passes per minibatch;
+//! - [`SubnetLaplace`] is the full-covariance posterior over a subset (S = all parameters gives
+//!   the full Laplace, S = the last layer the last-layer Laplace), with the linearized predictive,
+//!   the log marginal likelihood and the covariance;
+//! - [`selection`] chooses the subnetwork: the Wasserstein rule (largest marginal variance),
+//!   random, magnitude, last layer, or a sensitivity score.
+
+mod error;
+mod ggn;
+mod posterior;
+mod prior;
+pub mod selection;
+
+pub use error::{Error, Result};
+pub use ggn::{ggn, ggn_diagonal};
+pub use posterior::{LaplaceConfig, SubnetLaplace};
+pub use prior::PriorPrecision;
