@@ -1,0 +1,172 @@
+//! Properties of the Laplace posterior on random small networks (f64).
+
+use bdl_laplace::selection::{self, Candidates};
+use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_likelihoods::Likelihood;
+use bdl_models::{Activation, Mlp, MlpSpec, Model};
+use bdl_tensor::{ParamLayout, Seed};
+use candle_core::{DType, Device, Tensor};
+use proptest::prelude::*;
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.flatten_all()
+        .unwrap()
+        .to_dtype(DType::F64)
+        .unwrap()
+        .to_vec1()
+        .unwrap()
+}
+
+/// A random MLP d-h-K (tanh), its parameters, and inputs.
+fn setup(seed: Seed, k: usize, n: usize) -> (Mlp, Tensor, Tensor) {
+    let model = Mlp::new(MlpSpec::new(&[3, 5, k], Activation::Tanh)).unwrap();
+    let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+    let x = bdl_tensor::normal(
+        &mut seed.fork("x").rng(),
+        (n, 3),
+        0.0,
+        1.0,
+        DType::F64,
+        &Device::Cpu,
+    )
+    .unwrap();
+    (model, theta, x)
+}
+
+fn likelihood(k: usize) -> Likelihood {
+    if k == 1 {
+        Likelihood::Gaussian { sigma: 0.5 }
+    } else {
+        Likelihood::Categorical { classes: k }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn ggn_is_symmetric_psd_and_matches_explicit_jacobians(seed in any::<u64>(), k in 1usize..4, batch in 1usize..9) {
+        let (model, theta, x) = setup(Seed(seed), k, 12);
+        let lik = likelihood(k);
+        let d = model.layout().len();
+        let all: Vec<usize> = (0..d).collect();
+        let h = bdl_laplace::ggn(&model, &theta, &lik, &x, &all, batch).unwrap();
+
+        // The naive reference: Σ_n J_nᵀ Λ_n J_n from the explicit Jacobian and Λ, point by point.
+        let cache = model.forward_cached(&theta, &x).unwrap();
+        let j = values(&model.jacobian(&theta, &cache, &all).unwrap());
+        let lambda = values(&lik.hess_f(&cache.output).unwrap());
+        let mut reference = vec![0.0; d * d];
+        for n in 0..12 {
+            for a in 0..k {
+                for b in 0..k {
+                    let l = lambda[n * k * k + a * k + b];
+                    for p in 0..d {
+                        let jp = j[(n * k + a) * d + p] * l;
+                        for q in 0..d {
+                            reference[p * d + q] += jp * j[(n * k + b) * d + q];
+                        }
+                    }
+                }
+            }
+        }
+        let scale = reference.iter().fold(0.0f64, |m, v| m.max(v.abs())).max(1e-300);
+        // Same sums in another order: agreement to 1e-12 of the largest entry.
+        for p in 0..d {
+            for q in 0..d {
+                prop_assert!((h[(p, q)] - reference[p * d + q]).abs() <= 1e-12 * scale);
+                prop_assert!((h[(p, q)] - h[(q, p)]).abs() <= 1e-13 * scale);
+            }
+        }
+        // Positive semi-definite: the smallest eigenvalue is no lower than rounding (1e-12 of
+        // the largest entry times D).
+        let eig = h.self_adjoint_eigenvalues(faer::Side::Lower).unwrap();
+        let min = eig.iter().copied().fold(f64::INFINITY, f64::min);
+        prop_assert!(min >= -1e-12 * scale * d as f64, "smallest eigenvalue {}", min);
+
+        // The diagonal from K backward passes equals the diagonal of H.
+        let diag = bdl_laplace::ggn_diagonal(&model, &theta, &lik, &x, batch).unwrap();
+        for p in 0..d {
+            prop_assert!((diag[p] - h[(p, p)]).abs() <= 1e-12 * scale);
+        }
+    }
+
+    #[test]
+    fn growing_the_subnetwork_never_shrinks_the_predictive_variance(seed in any::<u64>(), k in 1usize..4) {
+        // With fixed λ, Σ_S' ⪰ Σ_S padded with zeros for S ⊂ S' (Loewner order), so
+        // J_S' Σ_S' J_S'ᵀ ⪰ J_S Σ_S J_Sᵀ at every test point.
+        let seed = Seed(seed);
+        let (model, theta, x) = setup(seed, k, 10);
+        let lik = likelihood(k);
+        let d = model.layout().len();
+        let config = LaplaceConfig { prior: PriorPrecision::Scalar(2.0), scale_prior_to_subset: false, batch_size: 4 };
+        let x_test = bdl_tensor::normal(&mut seed.fork("test").rng(), (6, 3), 0.0, 2.0, DType::F64, &Device::Cpu).unwrap();
+        let order = selection::random(model.layout(), Candidates::All, d, seed).unwrap().indices;
+        let mut perm = order.clone();
+        rand::seq::SliceRandom::shuffle(perm.as_mut_slice(), &mut seed.fork("perm").rng());
+        let mut previous: Option<Vec<f64>> = None;
+        for s in [1, d / 4, d / 2, d] {
+            let subset = perm[..s].to_vec();
+            let post = SubnetLaplace::fit(&model, &theta, &lik, &x, subset, &config).unwrap();
+            let cov = values(&post.f_covariance(&model, &theta, &x_test).unwrap());
+            if let Some(prev) = &previous {
+                for p in 0..6 {
+                    // The difference of the K × K blocks is PSD: check its eigenvalues.
+                    let diff = faer::Mat::from_fn(k, k, |a, b| cov[p * k * k + a * k + b] - prev[p * k * k + a * k + b]);
+                    let eig = diff.self_adjoint_eigenvalues(faer::Side::Lower).unwrap();
+                    let tol = 1e-10 * (1.0 + cov[p * k * k]);
+                    prop_assert!(eig.iter().all(|&e| e >= -tol), "point {}: eigenvalues {:?}", p, eig);
+                }
+            }
+            previous = Some(cov);
+        }
+    }
+
+    #[test]
+    fn wasserstein_keeps_the_largest_variances(seed in any::<u64>(), s in 0usize..20) {
+        let layout = ParamLayout::new([("0.weight", vec![4, 3]), ("0.bias", vec![4]), ("2.weight", vec![1, 4]), ("2.bias", vec![1])]);
+        let mut rng = Seed(seed).rng();
+        // Coarse values so that ties occur.
+        let v: Vec<f64> = (0..layout.len()).map(|_| (rand::Rng::random_range(&mut rng, 0..6) as f64) / 4.0).collect();
+        let mask = layout.weights_mask();
+        let n_weights = mask.iter().filter(|&&m| m).count();
+        let sel = selection::wasserstein(&v, &layout, Candidates::WeightsOnly, s.min(n_weights), 1.25).unwrap();
+        prop_assert_eq!(sel.indices.len(), s.min(n_weights));
+        prop_assert!(sel.indices.windows(2).all(|w| w[0] < w[1]));
+        for &i in &sel.indices {
+            prop_assert!(mask[i], "a bias was selected");
+            for j in (0..layout.len()).filter(|&j| mask[j] && !sel.indices.contains(&j)) {
+                prop_assert!(v[i] > v[j] || (v[i] == v[j] && i < j), "{} ({}) selected over {} ({})", i, v[i], j, v[j]);
+            }
+        }
+        prop_assert_eq!(sel.uninformative_selected, sel.indices.iter().filter(|&&i| v[i] == 1.25).count());
+    }
+}
+
+#[test]
+fn zero_prior_with_dead_units_is_a_clear_error() {
+    // A ReLU network whose hidden units are all dead has a zero GGN for the first layer: with
+    // λ = 0 the precision is singular, and the error says so and suggests a prior.
+    let model = Mlp::new(MlpSpec::new(&[2, 3, 1], Activation::Relu)).unwrap();
+    let mut theta = vec![0.0; model.layout().len()];
+    theta[6..9].copy_from_slice(&[-1.0, -1.0, -1.0]); // biases far below zero
+    let theta = Tensor::from_vec(theta, model.layout().len(), &Device::Cpu).unwrap();
+    let x = Tensor::new(&[[0.1f64, 0.2], [0.3, -0.1]], &Device::Cpu).unwrap();
+    let lik = Likelihood::Gaussian { sigma: 1.0 };
+    let config = LaplaceConfig {
+        prior: PriorPrecision::Scalar(0.0),
+        ..LaplaceConfig::default()
+    };
+    let err = SubnetLaplace::fit(&model, &theta, &lik, &x, (0..6).collect(), &config).unwrap_err();
+    assert!(
+        matches!(err, bdl_laplace::Error::NotPositiveDefinite { .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("prior precision"), "{err}");
+    // A positive prior repairs it.
+    let config = LaplaceConfig {
+        prior: PriorPrecision::Scalar(1.0),
+        ..LaplaceConfig::default()
+    };
+    assert!(SubnetLaplace::fit(&model, &theta, &lik, &x, (0..6).collect(), &config).is_ok());
+}
