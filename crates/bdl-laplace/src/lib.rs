@@ -9,15 +9,19 @@
 //! - [`SubnetLaplace`] is the full-covariance posterior over a subset (S = all parameters gives
 //!   the full Laplace, S = the last layer the last-layer Laplace), with the linearized predictive,
 //!   the log marginal likelihood and the covariance;
+//! - [`DiagLaplace`] is the diagonal posterior over all parameters, σ_d² = 1/(h_dd + λ_d);
 //! - [`selection`] chooses the subnetwork: the Wasserstein rule (largest marginal variance),
 //!   random, magnitude, last layer, or a sensitivity score.
 
+mod diagonal;
 mod error;
 mod ggn;
+mod linearized;
 mod posterior;
 mod prior;
 pub mod selection;
 
+pub use diagonal::DiagLaplace;
 pub use error::{Error, Result};
 pub use ggn::{ggn, ggn_diagonal};
 pub use posterior::{LaplaceConfig, SubnetLaplace};

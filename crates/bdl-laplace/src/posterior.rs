@@ -4,9 +4,9 @@
 //! S = the last layer's parameters; every variant shares one predictive path, the linearization
 //! f(x*; θ) ≈ f(x*; θ̂) + J_S(x*)(θ_S − θ̂_S), so that f(x*) ~ N(f(x*; θ̂), J_S Σ_S J_Sᵀ).
 
-use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood, Predictive};
+use bdl_likelihoods::{ClassLink, Likelihood, Predictive};
 use bdl_models::Model;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Tensor};
 use faer::linalg::solvers::Llt;
 use faer::{Mat, MatRef, Par, Side};
 
@@ -162,34 +162,15 @@ impl SubnetLaplace {
     }
 
     /// The covariance J_S(x_n) Σ_S J_S(x_n)ᵀ of the linearized outputs at each row of `x`,
-    /// shape `[N, K, K]` (f64). With W = L⁻¹ J_Sᵀ, each block is W_nᵀ W_n.
+    /// shape `[N, K, K]` (f64). With Σ_S = L⁻ᵀL⁻¹, W = L⁻¹ J_Sᵀ by one triangular solve.
     pub fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
-        let k = model.n_outputs();
-        let n = x.dims()[0];
-        let mut out = Vec::with_capacity(n * k * k);
-        for start in (0..n).step_by(self.batch_size) {
-            let xb = x.narrow(0, start, self.batch_size.min(n - start))?;
-            let cache = model.forward_cached(theta, &xb)?;
-            let j = model
-                .jacobian(theta, &cache, &self.subset)?
-                .to_dtype(DType::F64)?;
-            let mut w = bdl_tensor::to_mat(&j.t()?)?;
+        crate::linearized::f_covariance(model, theta, x, &self.subset, self.batch_size, |w| {
             faer::linalg::triangular_solve::solve_lower_triangular_in_place(
                 self.llt.L(),
-                w.as_mut(),
+                w,
                 Par::Seq,
-            );
-            for p in 0..cache.n_examples {
-                let wp = w.subcols(p * k, k);
-                let block = wp.transpose() * wp;
-                out.extend(
-                    (0..k)
-                        .flat_map(|a| (0..k).map(move |b| (a, b)))
-                        .map(|(a, b)| block[(a, b)]),
-                );
-            }
-        }
-        Ok(Tensor::from_vec(out, (n, k, k), &Device::Cpu)?.to_device(x.device())?)
+            )
+        })
     }
 
     /// The linearized predictive at the rows of `x`: N(f(x; θ̂), J Σ Jᵀ + σ²) for a Gaussian
@@ -202,8 +183,7 @@ impl SubnetLaplace {
         x: &Tensor,
         link: ClassLink,
     ) -> Result<Predictive> {
-        let mean = model.forward(theta, x)?.to_dtype(DType::F64)?;
         let cov = self.f_covariance(model, theta, x)?;
-        Ok(likelihood.predictive(&mean, &FunctionVariance::Full(cov), link)?)
+        crate::linearized::predictive(model, theta, likelihood, x, cov, link)
     }
 }

@@ -170,3 +170,37 @@ fn zero_prior_with_dead_units_is_a_clear_error() {
     };
     assert!(SubnetLaplace::fit(&model, &theta, &lik, &x, (0..6).collect(), &config).is_ok());
 }
+
+#[test]
+fn diagonal_laplace_predictive_is_j_diag_jt() {
+    // Against the explicit J diag(1/(h + λ)) Jᵀ with the full Jacobian, per point.
+    let (model, theta, x) = setup(Seed(8), 2, 15);
+    let lik = likelihood(2);
+    let config = LaplaceConfig {
+        prior: PriorPrecision::Scalar(0.7),
+        scale_prior_to_subset: false,
+        batch_size: 4,
+    };
+    let diag = bdl_laplace::DiagLaplace::fit(&model, &theta, &lik, &x, &config).unwrap();
+    let x_test = x.narrow(0, 0, 5).unwrap();
+    let cov = values(&diag.f_covariance(&model, &theta, &x_test).unwrap());
+    let d = model.layout().len();
+    let all: Vec<usize> = (0..d).collect();
+    let cache = model.forward_cached(&theta, &x_test).unwrap();
+    let j = values(&model.jacobian(&theta, &cache, &all).unwrap());
+    let h = bdl_laplace::ggn(&model, &theta, &lik, &x, &all, 15).unwrap();
+    for p in 0..5 {
+        for a in 0..2 {
+            for b in 0..2 {
+                let expected: f64 = (0..d)
+                    .map(|q| j[(p * 2 + a) * d + q] * j[(p * 2 + b) * d + q] / (h[(q, q)] + 0.7))
+                    .sum();
+                let got = cov[p * 4 + a * 2 + b];
+                assert!(
+                    (got - expected).abs() <= 1e-12 * (1.0 + expected.abs()),
+                    "{got} vs {expected}"
+                );
+            }
+        }
+    }
+}

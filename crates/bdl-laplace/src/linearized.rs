@@ -1,0 +1,62 @@
+//! The linearized predictive shared by every Laplace posterior.
+//!
+//! For a Gaussian posterior over the parameters S with covariance Σ_S = A Aᵀ, the linearized
+//! outputs at x_n are f(x_n) ~ N(f(x_n; θ̂), J_n Σ_S J_nᵀ), J_n = ∂f(x_n)/∂θ_S. With
+//! W = Aᵀ J_Sᵀ (s × N·K) each K × K block is W_nᵀ W_n; a posterior supplies only the map
+//! J_Sᵀ ↦ Aᵀ J_Sᵀ (a triangular solve for a Cholesky-factored precision, a row scaling for a
+//! diagonal covariance).
+
+use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood, Predictive};
+use bdl_models::Model;
+use candle_core::{DType, Device, Tensor};
+use faer::MatMut;
+
+use crate::Result;
+
+/// J_S Σ_S J_Sᵀ at each row of `x`, shape `[N, K, K]` (f64), where `whiten` turns J_Sᵀ into
+/// W = Aᵀ J_Sᵀ in place, for Σ_S = A Aᵀ.
+pub(crate) fn f_covariance(
+    model: &impl Model,
+    theta: &Tensor,
+    x: &Tensor,
+    subset: &[usize],
+    batch_size: usize,
+    whiten: impl Fn(MatMut<'_, f64>),
+) -> Result<Tensor> {
+    let k = model.n_outputs();
+    let n = x.dims()[0];
+    let mut out = Vec::with_capacity(n * k * k);
+    for start in (0..n).step_by(batch_size.max(1)) {
+        let xb = x.narrow(0, start, batch_size.max(1).min(n - start))?;
+        let cache = model.forward_cached(theta, &xb)?;
+        let j = model
+            .jacobian(theta, &cache, subset)?
+            .to_dtype(DType::F64)?;
+        let mut w = bdl_tensor::to_mat(&j.t()?)?;
+        whiten(w.as_mut());
+        for p in 0..cache.n_examples {
+            let wp = w.subcols(p * k, k);
+            let block = wp.transpose() * wp;
+            out.extend(
+                (0..k)
+                    .flat_map(|a| (0..k).map(move |b| (a, b)))
+                    .map(|(a, b)| block[(a, b)]),
+            );
+        }
+    }
+    Ok(Tensor::from_vec(out, (n, k, k), &Device::Cpu)?.to_device(x.device())?)
+}
+
+/// The predictive N(f(x; θ̂), cov) pushed through the likelihood: + σ² for a Gaussian
+/// likelihood, the `link` for classification.
+pub(crate) fn predictive(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: &Likelihood,
+    x: &Tensor,
+    cov: Tensor,
+    link: ClassLink,
+) -> Result<Predictive> {
+    let mean = model.forward(theta, x)?.to_dtype(DType::F64)?;
+    Ok(likelihood.predictive(&mean, &FunctionVariance::Full(cov), link)?)
+}
