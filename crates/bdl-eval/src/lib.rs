@@ -1,0 +1,15 @@
+//! Evaluation for bdl: what a [`Predictive`](bdl_likelihoods::Predictive) is worth on test data,
+//! and how results are shown.
+//!
+//! - [`metrics`]: RMSE and test log-likelihood for regression; accuracy, NLL, Brier score and
+//!   expected calibration error for classification; mean ± standard error over repeats.
+//! - [`plot`]: small, dependency-free SVG figures (lines, ± bands, points; panels in a grid).
+//! - [`table`]: Markdown tables.
+
+pub mod metrics;
+pub mod plot;
+pub mod table;
+
+mod error;
+
+pub use error::{Error, Result};

@@ -1,0 +1,322 @@
+//! Small SVG figures: panels of lines, ± bands and points, laid out in a grid.
+//!
+//! ```
+//! use bdl_eval::plot::{Figure, Panel};
+//! let xs = [0.0, 1.0, 2.0];
+//! let mut panel = Panel::new("MAP");
+//! panel.band(&xs, &[-1.0, 0.0, 1.0], &[1.0, 2.0, 3.0], "#1f77b4").line(&xs, &[0.0, 1.0, 2.0], "#1f77b4");
+//! let svg = Figure::new(1).panel(panel).to_svg();
+//! assert!(svg.starts_with("<svg") && svg.contains("<polygon"));
+//! ```
+
+use std::fmt::Write;
+
+const PANEL_W: f64 = 320.0;
+const PANEL_H: f64 = 240.0;
+const MARGIN: (f64, f64, f64, f64) = (44.0, 12.0, 28.0, 34.0); // left, right, top, bottom
+
+/// One drawable element of a panel.
+#[derive(Clone, Debug)]
+enum Item {
+    Line {
+        xs: Vec<f64>,
+        ys: Vec<f64>,
+        color: String,
+    },
+    Band {
+        xs: Vec<f64>,
+        lo: Vec<f64>,
+        hi: Vec<f64>,
+        color: String,
+    },
+    Points {
+        xs: Vec<f64>,
+        ys: Vec<f64>,
+        color: String,
+    },
+}
+
+/// One plot: a title, axis labels, and its items, drawn in the order added.
+#[derive(Clone, Debug, Default)]
+pub struct Panel {
+    title: String,
+    x_label: String,
+    y_label: String,
+    y_range: Option<(f64, f64)>,
+    items: Vec<Item>,
+}
+
+impl Panel {
+    /// An empty panel with a title.
+    pub fn new(title: impl Into<String>) -> Self {
+        Self {
+            title: title.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the axis labels.
+    pub fn labels(&mut self, x: impl Into<String>, y: impl Into<String>) -> &mut Self {
+        self.x_label = x.into();
+        self.y_label = y.into();
+        self
+    }
+
+    /// Fixes the y range (otherwise it spans the data).
+    pub fn y_range(&mut self, lo: f64, hi: f64) -> &mut Self {
+        self.y_range = Some((lo, hi));
+        self
+    }
+
+    /// A polyline through (xs, ys).
+    pub fn line(&mut self, xs: &[f64], ys: &[f64], color: &str) -> &mut Self {
+        self.items.push(Item::Line {
+            xs: xs.to_vec(),
+            ys: ys.to_vec(),
+            color: color.into(),
+        });
+        self
+    }
+
+    /// A translucent band between `lo` and `hi` over xs.
+    pub fn band(&mut self, xs: &[f64], lo: &[f64], hi: &[f64], color: &str) -> &mut Self {
+        self.items.push(Item::Band {
+            xs: xs.to_vec(),
+            lo: lo.to_vec(),
+            hi: hi.to_vec(),
+            color: color.into(),
+        });
+        self
+    }
+
+    /// Scattered points.
+    pub fn points(&mut self, xs: &[f64], ys: &[f64], color: &str) -> &mut Self {
+        self.items.push(Item::Points {
+            xs: xs.to_vec(),
+            ys: ys.to_vec(),
+            color: color.into(),
+        });
+        self
+    }
+
+    fn extent(&self) -> ((f64, f64), (f64, f64)) {
+        let mut x = (f64::INFINITY, f64::NEG_INFINITY);
+        let mut y = x;
+        let grow = |r: &mut (f64, f64), v: f64| {
+            if v.is_finite() {
+                *r = (r.0.min(v), r.1.max(v));
+            }
+        };
+        for item in &self.items {
+            let (xs, ys): (&[f64], Vec<&[f64]>) = match item {
+                Item::Line { xs, ys, .. } | Item::Points { xs, ys, .. } => (xs, vec![ys]),
+                Item::Band { xs, lo, hi, .. } => (xs, vec![lo, hi]),
+            };
+            xs.iter().for_each(|&v| grow(&mut x, v));
+            ys.iter()
+                .flat_map(|s| s.iter())
+                .for_each(|&v| grow(&mut y, v));
+        }
+        let pad = |(lo, hi): (f64, f64)| {
+            if !lo.is_finite() {
+                (0.0, 1.0)
+            } else if hi - lo < 1e-12 {
+                (lo - 0.5, hi + 0.5)
+            } else {
+                (lo, hi)
+            }
+        };
+        (pad(x), self.y_range.unwrap_or_else(|| pad(y)))
+    }
+
+    fn draw(&self, svg: &mut String, ox: f64, oy: f64) {
+        let ((x0, x1), (y0, y1)) = self.extent();
+        let (l, r, t, b) = MARGIN;
+        let (w, h) = (PANEL_W - l - r, PANEL_H - t - b);
+        let px = |x: f64| ox + l + (x - x0) / (x1 - x0) * w;
+        let py = |y: f64| oy + t + (1.0 - (y.clamp(y0, y1) - y0) / (y1 - y0)) * h;
+        let _ = write!(
+            svg,
+            r##"<rect x="{:.1}" y="{:.1}" width="{w:.1}" height="{h:.1}" fill="white" stroke="#444"/>"##,
+            ox + l,
+            oy + t
+        );
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" font-size="13" text-anchor="middle">{}</text>"#,
+            ox + l + w / 2.0,
+            oy + t - 8.0,
+            escape(&self.title)
+        );
+        for tick in ticks(x0, x1) {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="middle">{}</text>"#,
+                px(tick),
+                oy + t + h + 13.0,
+                fmt_tick(tick)
+            );
+        }
+        for tick in ticks(y0, y1) {
+            let _ = write!(
+                svg,
+                r#"<text x="{:.1}" y="{:.1}" font-size="10" text-anchor="end">{}</text>"#,
+                ox + l - 4.0,
+                py(tick) + 3.0,
+                fmt_tick(tick)
+            );
+        }
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle">{}</text>"#,
+            ox + l + w / 2.0,
+            oy + PANEL_H - 4.0,
+            escape(&self.x_label)
+        );
+        let _ = write!(
+            svg,
+            r#"<text x="{:.1}" y="{:.1}" font-size="11" text-anchor="middle" transform="rotate(-90 {:.1} {:.1})">{}</text>"#,
+            ox + 11.0,
+            oy + t + h / 2.0,
+            ox + 11.0,
+            oy + t + h / 2.0,
+            escape(&self.y_label)
+        );
+        for item in &self.items {
+            match item {
+                Item::Line { xs, ys, color } => {
+                    let pts: Vec<String> = xs
+                        .iter()
+                        .zip(ys)
+                        .map(|(&x, &y)| format!("{:.1},{:.1}", px(x), py(y)))
+                        .collect();
+                    let _ = write!(
+                        svg,
+                        r#"<polyline points="{}" fill="none" stroke="{color}" stroke-width="1.6"/>"#,
+                        pts.join(" ")
+                    );
+                }
+                Item::Band { xs, lo, hi, color } => {
+                    let upper = xs
+                        .iter()
+                        .zip(hi)
+                        .map(|(&x, &y)| format!("{:.1},{:.1}", px(x), py(y)));
+                    let lower = xs
+                        .iter()
+                        .zip(lo)
+                        .rev()
+                        .map(|(&x, &y)| format!("{:.1},{:.1}", px(x), py(y)));
+                    let pts: Vec<String> = upper.chain(lower).collect();
+                    let _ = write!(
+                        svg,
+                        r#"<polygon points="{}" fill="{color}" fill-opacity="0.25" stroke="none"/>"#,
+                        pts.join(" ")
+                    );
+                }
+                Item::Points { xs, ys, color } => {
+                    for (&x, &y) in xs.iter().zip(ys) {
+                        let _ = write!(
+                            svg,
+                            r#"<circle cx="{:.1}" cy="{:.1}" r="1.6" fill="{color}"/>"#,
+                            px(x),
+                            py(y)
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Panels in a grid of `columns` columns.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    columns: usize,
+    panels: Vec<Panel>,
+}
+
+impl Figure {
+    /// An empty figure with `columns` panels per row.
+    pub fn new(columns: usize) -> Self {
+        Self {
+            columns: columns.max(1),
+            panels: Vec::new(),
+        }
+    }
+
+    /// Appends a panel.
+    pub fn panel(mut self, panel: Panel) -> Self {
+        self.panels.push(panel);
+        self
+    }
+
+    /// The figure as an SVG document.
+    pub fn to_svg(&self) -> String {
+        let cols = self.columns.min(self.panels.len().max(1));
+        let rows = self.panels.len().div_ceil(cols).max(1);
+        let (w, h) = (cols as f64 * PANEL_W, rows as f64 * PANEL_H);
+        let mut svg = format!(
+            r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif">"#
+        );
+        let _ = write!(svg, r#"<rect width="{w}" height="{h}" fill="white"/>"#);
+        for (i, p) in self.panels.iter().enumerate() {
+            p.draw(
+                &mut svg,
+                (i % cols) as f64 * PANEL_W,
+                (i / cols) as f64 * PANEL_H,
+            );
+        }
+        svg.push_str("</svg>\n");
+        svg
+    }
+}
+
+/// Five to ten round tick positions inside [lo, hi].
+fn ticks(lo: f64, hi: f64) -> Vec<f64> {
+    // The largest round step (1, 2 or 5 times a power of ten) giving at least five intervals.
+    let raw = (hi - lo) / 5.0;
+    let mag = 10f64.powf(raw.log10().floor());
+    let step = [5.0, 2.0, 1.0]
+        .iter()
+        .map(|m| m * mag)
+        .find(|s| *s <= raw)
+        .unwrap_or(mag);
+    let first = (lo / step).ceil() as i64;
+    let last = (hi / step).floor() as i64;
+    (first..=last).map(|i| i as f64 * step).collect()
+}
+
+fn fmt_tick(v: f64) -> String {
+    let s = format!("{:.3}", v);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    if s == "-0" { "0".into() } else { s.into() }
+}
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ticks_are_round_and_inside() {
+        assert_eq!(
+            ticks(0.0, 1.0),
+            vec![0.0, 0.2, 0.4, 0.6000000000000001, 0.8, 1.0]
+        );
+        let t = ticks(-3.3, 7.9);
+        assert!(t.iter().all(|v| (-3.3..=7.9).contains(v)) && t.len() >= 4);
+    }
+
+    #[test]
+    fn grid_has_one_title_per_panel() {
+        let fig = (0..5).fold(Figure::new(3), |f, i| f.panel(Panel::new(format!("p{i}"))));
+        let svg = fig.to_svg();
+        assert!(svg.contains(r#"width="960" height="480""#));
+        assert_eq!(svg.matches("font-size=\"13\"").count(), 5);
+    }
+}
