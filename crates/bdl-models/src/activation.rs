@@ -30,7 +30,7 @@ impl Activation {
         })
     }
 
-    /// φ'(z), given z and h = φ(z) (whichever is cheaper is used): 1, 𝟙[z > 0], 1 − h², h(1 − h).
+    /// φ'(z), given z and h = φ(z) (whichever is cheaper is used): 1, 𝟙\[z > 0\], 1 − h², h(1 − h).
     pub fn derivative(self, z: &Tensor, h: &Tensor) -> Result<Option<Tensor>> {
         Ok(match self {
             Self::Identity => None,

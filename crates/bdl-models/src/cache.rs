@@ -7,7 +7,8 @@ use crate::Result;
 /// The intermediate values of one forward pass, per parametrised layer l (first layer first).
 ///
 /// Everything a per-example product needs is here: the layer inputs a_l, the pre-activations z_l,
-/// the dropout masks, and the output f. Rows (the first axis of every tensor) are examples.
+/// the dropout masks, and the output f. Rows (the first axis of every tensor) are examples, or
+/// for a convolution's tensors (example, output position) pairs, example-major.
 #[derive(Clone, Debug)]
 pub struct Cache {
     /// a_l: the input of layer l, as the layer consumes it (for a convolution, the unfolded

@@ -6,11 +6,17 @@
 //!   layer's inputs a and deltas δ ([`LayerFactors`]), never from per-example tensors.
 //! - [`Mlp`]: a multilayer perceptron with identity, ReLU, tanh or sigmoid [`Activation`]s,
 //!   dropout with seeded masks, PyTorch-compatible safetensors checkpoints.
+//! - [`Cnn`]: a small convolutional network (convolutions, 2×2 average pooling, dense layers;
+//!   [`Cnn::lenet5`]) with the same interface; a convolution is an affine layer on the unfolded
+//!   (im2col) input, one row per example and output position, so its per-example products come
+//!   from the same [`LayerFactors`].
 //!
 //! Parameters are addressed through the [`bdl_tensor::ParamLayout`] each model owns.
 
 mod activation;
 mod cache;
+mod cnn;
+mod dropout;
 mod error;
 mod factors;
 mod mlp;
@@ -18,6 +24,7 @@ mod model;
 
 pub use activation::Activation;
 pub use cache::Cache;
+pub use cnn::{Cnn, CnnSpec, ConvSpec};
 pub use error::{Error, Result};
 pub use factors::LayerFactors;
 pub use mlp::{Mlp, MlpSpec};

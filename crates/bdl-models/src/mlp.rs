@@ -202,9 +202,7 @@ impl Model for Mlp {
             let h = act.apply(&z)?;
             let mask = match dropout.as_deref_mut() {
                 Some(rng) if self.spec.dropout > 0.0 && l + 1 < n_layers => {
-                    let keep = 1.0 - self.spec.dropout;
-                    let m = bdl_tensor::bernoulli(rng, h.shape(), keep, h.dtype(), h.device())?;
-                    Some(m.affine(keep.recip(), 0.0)?)
+                    Some(crate::dropout::inverted_mask(rng, &h, self.spec.dropout)?)
                 }
                 _ => None,
             };
