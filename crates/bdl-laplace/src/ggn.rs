@@ -8,6 +8,7 @@
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Cache, Model};
 use candle_core::{DType, Tensor};
+use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, Mat, Par};
 
 use crate::Result;
@@ -60,11 +61,27 @@ pub fn ggn(
         let (b, k, _) = factor.dims3()?;
         let j = model.jacobian(theta, cache, subset)?.reshape((b, k, s))?;
         let m = factor.transpose(1, 2)?.matmul(&j)?.reshape((b * k, s))?;
+        // Only the lower triangle of MᵀM is computed (a SYRK); the upper is mirrored at the end.
         bdl_tensor::with_mat_ref(&m.to_dtype(DType::F64)?, |m| {
-            faer::linalg::matmul::matmul(h.as_mut(), Accum::Add, m.transpose(), m, 1.0, Par::Seq);
+            triangular::matmul(
+                h.as_mut(),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                m.transpose(),
+                BlockStructure::Rectangular,
+                m,
+                BlockStructure::Rectangular,
+                1.0,
+                Par::Seq,
+            );
         })?;
         Ok(())
     })?;
+    for j in 0..s {
+        for i in 0..j {
+            h[(i, j)] = h[(j, i)];
+        }
+    }
     Ok(h)
 }
 
