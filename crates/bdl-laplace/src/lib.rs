@@ -10,11 +10,14 @@
 //!   the full Laplace, S = the last layer the last-layer Laplace), with the linearized predictive,
 //!   the log marginal likelihood and the covariance;
 //! - [`DiagLaplace`] is the diagonal posterior over all parameters, σ_d² = 1/(h_dd + λ_d);
+//! - [`Evidence`] tunes λ (and σ) by the Laplace marginal likelihood or by validation
+//!   log-likelihood from one eigendecomposition of the GGN, each candidate costing O(s);
 //! - [`selection`] chooses the subnetwork: the Wasserstein rule (largest marginal variance),
 //!   random, magnitude, last layer, or a sensitivity score.
 
 mod diagonal;
 mod error;
+mod evidence;
 mod ggn;
 mod linearized;
 mod posterior;
@@ -23,6 +26,7 @@ pub mod selection;
 
 pub use diagonal::DiagLaplace;
 pub use error::{Error, Result};
+pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
 pub use posterior::{LaplaceConfig, SubnetLaplace};
 pub use prior::PriorPrecision;
