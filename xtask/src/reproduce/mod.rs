@@ -6,6 +6,7 @@
 //! paper profile uses the papers' settings on the data that `cargo xtask fetch` installs.
 
 mod laplace_toy;
+mod laplace_uci;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -51,7 +52,7 @@ pub(crate) struct Context {
 type Experiment = fn(&Context) -> Result<()>;
 
 /// Every experiment, by name.
-const EXPERIMENTS: &[(&str, Experiment)] = &[("laplace-toy", laplace_toy::run)];
+const EXPERIMENTS: &[(&str, Experiment)] = &[("laplace-toy", laplace_toy::run), ("laplace-uci", laplace_uci::run)];
 
 /// Runs the chosen experiments.
 pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
