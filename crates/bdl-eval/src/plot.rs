@@ -44,6 +44,7 @@ pub struct Panel {
     y_label: String,
     y_range: Option<(f64, f64)>,
     items: Vec<Item>,
+    legend: Vec<(String, String)>,
 }
 
 impl Panel {
@@ -65,6 +66,12 @@ impl Panel {
     /// Fixes the y range (otherwise it spans the data).
     pub fn y_range(&mut self, lo: f64, hi: f64) -> &mut Self {
         self.y_range = Some((lo, hi));
+        self
+    }
+
+    /// Adds a legend entry (a colour swatch and its label, listed in the top-left corner).
+    pub fn legend(&mut self, label: impl Into<String>, color: &str) -> &mut Self {
+        self.legend.push((label.into(), color.into()));
         self
     }
 
@@ -182,6 +189,22 @@ impl Panel {
             oy + t + h / 2.0,
             escape(&self.y_label)
         );
+        self.draw_items(svg, &px, &py);
+        for (i, (label, color)) in self.legend.iter().enumerate() {
+            let y = oy + t + 12.0 + 13.0 * i as f64;
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.1}" y="{:.1}" width="10" height="3" fill="{color}"/><text x="{:.1}" y="{:.1}" font-size="10">{}</text>"#,
+                ox + l + 6.0,
+                y - 4.0,
+                ox + l + 20.0,
+                y,
+                escape(label)
+            );
+        }
+    }
+
+    fn draw_items(&self, svg: &mut String, px: &impl Fn(f64) -> f64, py: &impl Fn(f64) -> f64) {
         for item in &self.items {
             match item {
                 Item::Line { xs, ys, color } => {

@@ -30,7 +30,9 @@ use serde::Serialize;
 use super::{Context, Profile};
 
 /// Candidate prior precisions for the validation search: 10^-2 … 10^3.
-const LAMBDAS: [f64; 11] = [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0];
+const LAMBDAS: [f64; 11] = [
+    0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0,
+];
 
 /// One posterior on one split.
 #[derive(Clone, Debug, Serialize)]
@@ -71,9 +73,17 @@ fn prepare(train: &Dataset, test: &Dataset, seed: Seed) -> Result<Split> {
     let (fit, val) = train.holdout(0.15, seed.fork("validation"))?;
     let (sx, sy) = (Standardizer::fit(fit.x())?, Standardizer::fit(fit.y())?);
     let part = |d: &Dataset| -> Result<(Tensor, Tensor)> {
-        Ok((sx.transform(d.x())?.to_dtype(DType::F64)?, sy.transform(d.y())?.to_dtype(DType::F64)?))
+        Ok((
+            sx.transform(d.x())?.to_dtype(DType::F64)?,
+            sy.transform(d.y())?.to_dtype(DType::F64)?,
+        ))
     };
-    Ok(Split { train: part(&fit)?, val: part(&val)?, test: part(test)?, y_scale: sy })
+    Ok(Split {
+        train: part(&fit)?,
+        val: part(&val)?,
+        test: part(test)?,
+        y_scale: sy,
+    })
 }
 
 /// Runs the experiment.
@@ -102,42 +112,63 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         }
     }
     let bar = ProgressBar::new(jobs.len() as u64).with_style(
-        ProgressStyle::with_template("  {bar:30} {pos}/{len} splits  {msg}  [{elapsed_precise}, eta {eta}]")
-            .expect("a valid template"),
+        ProgressStyle::with_template(
+            "  {bar:30} {pos}/{len} splits  {msg}  [{elapsed_precise}, eta {eta}]",
+        )
+        .expect("a valid template"),
     );
     let mut rows = Vec::new();
     for (b, kind, k) in jobs {
         bar.set_message(format!("{b} {kind} {k}"));
         let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
         let split = prepare(&train, &test, Seed(k as u64))?;
-        rows.extend(run_split(&split, &settings, &format!("{b}"), &format!("{kind}"), k)?);
+        rows.extend(run_split(
+            &split,
+            &settings,
+            &format!("{b}"),
+            &format!("{kind}"),
+            k,
+        )?);
         bar.inc(1);
     }
     bar.finish_and_clear();
     super::write_results(ctx, "laplace-uci", &rows)?;
-    super::write(&ctx.dir.join("table.md"), table(&rows, &settings).as_bytes())?;
-    super::write(&ctx.dir.join("laplace-uci.svg"), figure(&rows).to_svg().as_bytes())?;
+    super::write(
+        &ctx.dir.join("table.md"),
+        table(&rows, &settings).as_bytes(),
+    )?;
+    super::write(
+        &ctx.dir.join("laplace-uci.svg"),
+        figure(&rows).to_svg().as_bytes(),
+    )?;
     Ok(())
 }
 
-fn run_split(split: &Split, settings: &Settings, dataset: &str, kind: &str, k: usize) -> Result<Vec<Row>> {
+fn run_split(
+    split: &Split,
+    settings: &Settings,
+    dataset: &str,
+    kind: &str,
+    k: usize,
+) -> Result<Vec<Row>> {
     let (x, y) = &split.train;
     let d_in = x.dims()[1];
     let seed = Seed(k as u64).fork(dataset);
     let mut rows = Vec::new();
     let mut sizes = Vec::new();
-    let row = |width: usize, d: usize, method: &str, s: usize, lambda: f64, ll: f64, rmse: f64| Row {
-        dataset: dataset.into(),
-        split_kind: kind.into(),
-        split: k,
-        width,
-        d,
-        method: method.into(),
-        s,
-        lambda,
-        test_log_lik: ll,
-        rmse,
-    };
+    let row =
+        |width: usize, d: usize, method: &str, s: usize, lambda: f64, ll: f64, rmse: f64| Row {
+            dataset: dataset.into(),
+            split_kind: kind.into(),
+            split: k,
+            width,
+            d,
+            method: method.into(),
+            s,
+            lambda,
+            test_log_lik: ll,
+            rmse,
+        };
     for (i, &width) in settings.widths.iter().enumerate() {
         let model = Mlp::new(MlpSpec::new(&[d_in, width, width, 1], Activation::Relu))?;
         let d = model.layout().len();
@@ -151,7 +182,14 @@ fn run_split(split: &Split, settings: &Settings, dataset: &str, kind: &str, k: u
             seed: seed.index(width as u64),
             ..MapConfig::default()
         };
-        let fit = train_map(&model, &theta0, Likelihood::Gaussian { sigma: 1.0 }, x, y, &config)?;
+        let fit = train_map(
+            &model,
+            &theta0,
+            Likelihood::Gaussian { sigma: 1.0 },
+            x,
+            y,
+            &config,
+        )?;
         let lik = fit.likelihood;
         let (lambda, ll, rmse) = evaluate(&model, &fit.theta, &lik, split, (0..d).collect())?;
         rows.push(row(width, d, "full", d, lambda, ll, rmse));
@@ -160,16 +198,52 @@ fn run_split(split: &Split, settings: &Settings, dataset: &str, kind: &str, k: u
             continue;
         }
         // The widest model: subnetworks the size of each smaller model.
-        let base = LaplaceConfig { prior: PriorPrecision::Scalar(lambda), scale_prior_to_subset: false, batch_size: 256 };
+        let base = LaplaceConfig {
+            prior: PriorPrecision::Scalar(lambda),
+            scale_prior_to_subset: false,
+            batch_size: 256,
+        };
         let diag = DiagLaplace::fit(&model, &fit.theta, &lik, x, &base)?;
-        let Likelihood::Gaussian { sigma } = lik else { unreachable!("a Gaussian fit") };
-        let jac_sq: Vec<f64> = diag.ggn_diagonal().iter().map(|h| h * sigma * sigma).collect();
+        let Likelihood::Gaussian { sigma } = lik else {
+            unreachable!("a Gaussian fit")
+        };
+        let jac_sq: Vec<f64> = diag
+            .ggn_diagonal()
+            .iter()
+            .map(|h| h * sigma * sigma)
+            .collect();
         let sensitivity = selection::sensitivity_scores(diag.variances(), &jac_sq);
         for &s in &sizes {
             let rules = [
-                ("Wasserstein", selection::wasserstein(diag.variances(), model.layout(), Candidates::WeightsOnly, s, lambda.recip())?),
-                ("sensitivity", selection::largest(&sensitivity, model.layout(), Candidates::WeightsOnly, s, Some(0.0))?),
-                ("random", selection::random(model.layout(), Candidates::WeightsOnly, s, seed.fork("random").index(s as u64))?),
+                (
+                    "Wasserstein",
+                    selection::wasserstein(
+                        diag.variances(),
+                        model.layout(),
+                        Candidates::WeightsOnly,
+                        s,
+                        lambda.recip(),
+                    )?,
+                ),
+                (
+                    "sensitivity",
+                    selection::largest(
+                        &sensitivity,
+                        model.layout(),
+                        Candidates::WeightsOnly,
+                        s,
+                        Some(0.0),
+                    )?,
+                ),
+                (
+                    "random",
+                    selection::random(
+                        model.layout(),
+                        Candidates::WeightsOnly,
+                        s,
+                        seed.fork("random").index(s as u64),
+                    )?,
+                ),
             ];
             for (rule, chosen) in rules {
                 let (lambda, ll, rmse) = evaluate(&model, &fit.theta, &lik, split, chosen.indices)?;
@@ -182,8 +256,16 @@ fn run_split(split: &Split, settings: &Settings, dataset: &str, kind: &str, k: u
 
 /// Chooses λ on the validation part from one eigendecomposition, then returns (λ, test
 /// log-likelihood in the original units, test RMSE in the original units).
-fn evaluate(model: &Mlp, theta: &Tensor, lik: &Likelihood, split: &Split, subset: Vec<usize>) -> Result<(f64, f64, f64)> {
-    let Likelihood::Gaussian { sigma } = *lik else { unreachable!("regression") };
+fn evaluate(
+    model: &Mlp,
+    theta: &Tensor,
+    lik: &Likelihood,
+    split: &Split,
+    subset: Vec<usize>,
+) -> Result<(f64, f64, f64)> {
+    let Likelihood::Gaussian { sigma } = *lik else {
+        unreachable!("regression")
+    };
     let (x, y) = &split.train;
     let evidence = Evidence::new(model, theta, lik, x, y, subset, 256)?;
     let val = evidence.validation(model, theta, &split.val.0, &split.val.1)?;
@@ -199,18 +281,38 @@ fn evaluate(model: &Mlp, theta: &Tensor, lik: &Likelihood, split: &Split, subset
 
 /// Mean ± standard error of the test log-likelihood per dataset, split kind and method.
 fn table(rows: &[Row], settings: &Settings) -> String {
-    let mut groups: Vec<(String, String)> = rows.iter().map(|r| (r.dataset.clone(), r.split_kind.clone())).collect();
+    let mut groups: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r.dataset.clone(), r.split_kind.clone()))
+        .collect();
     groups.dedup();
     let widest = *settings.widths.last().expect("at least one width");
-    let mut t = Table::new(["dataset", "splits", "model", "posterior", "s", "test LL", "test RMSE"]);
+    let mut t = Table::new([
+        "dataset",
+        "splits",
+        "model",
+        "posterior",
+        "s",
+        "test LL",
+        "test RMSE",
+    ]);
     let mut claims = Table::new(["dataset", "paper's claim", "ours", "holds"]);
     for (dataset, kind) in &groups {
-        let here: Vec<&Row> = rows.iter().filter(|r| &r.dataset == dataset && &r.split_kind == kind).collect();
-        let mut methods: Vec<(usize, String, usize)> = here.iter().map(|r| (r.width, r.method.clone(), r.s)).collect();
+        let here: Vec<&Row> = rows
+            .iter()
+            .filter(|r| &r.dataset == dataset && &r.split_kind == kind)
+            .collect();
+        let mut methods: Vec<(usize, String, usize)> = here
+            .iter()
+            .map(|r| (r.width, r.method.clone(), r.s))
+            .collect();
         methods.sort();
         methods.dedup();
         let stat = |w: usize, m: &str, s: usize| {
-            let pick: Vec<&&Row> = here.iter().filter(|r| r.width == w && r.method == m && r.s == s).collect();
+            let pick: Vec<&&Row> = here
+                .iter()
+                .filter(|r| r.width == w && r.method == m && r.s == s)
+                .collect();
             let ll: Vec<f64> = pick.iter().map(|r| r.test_log_lik).collect();
             let rmse: Vec<f64> = pick.iter().map(|r| r.rmse).collect();
             (MeanSe::of(&ll), MeanSe::of(&rmse), ll.len())
@@ -221,13 +323,20 @@ fn table(rows: &[Row], settings: &Settings) -> String {
                 dataset.clone(),
                 format!("{kind} ×{n}"),
                 format!("width {w}"),
-                if m == "full" { "full network".into() } else { format!("{m} subnetwork") },
+                if m == "full" {
+                    "full network".into()
+                } else {
+                    format!("{m} subnetwork")
+                },
                 s.to_string(),
                 format!("{ll:.3}"),
                 format!("{rmse:.3}"),
             ]);
         }
-        for small in methods.iter().filter(|(w, m, _)| m == "full" && *w != widest) {
+        for small in methods
+            .iter()
+            .filter(|(w, m, _)| m == "full" && *w != widest)
+        {
             let (small_ll, ..) = stat(small.0, "full", small.2);
             let best = ["Wasserstein", "sensitivity", "random"]
                 .iter()
@@ -256,34 +365,57 @@ fn table(rows: &[Row], settings: &Settings) -> String {
 /// One panel per dataset and split kind: test log-likelihood against log₁₀ s, full-network
 /// Laplace on each width and the widest model's subnetworks by rule.
 fn figure(rows: &[Row]) -> Figure {
-    let mut groups: Vec<(String, String)> = rows.iter().map(|r| (r.dataset.clone(), r.split_kind.clone())).collect();
+    let mut groups: Vec<(String, String)> = rows
+        .iter()
+        .map(|r| (r.dataset.clone(), r.split_kind.clone()))
+        .collect();
     groups.dedup();
     let widest = rows.iter().map(|r| r.width).max().unwrap_or(0);
-    let styles = [("full", "#000000"), ("Wasserstein", "#1f77b4"), ("sensitivity", "#2ca02c"), ("random", "#d62728")];
-    groups.into_iter().fold(Figure::new(3), |fig, (dataset, kind)| {
-        let mut panel = Panel::new(format!("{dataset} ({kind})"));
-        panel.labels("log10 s", "test log-likelihood");
-        for (method, color) in styles {
-            let mut sizes: Vec<usize> = rows
-                .iter()
-                .filter(|r| r.dataset == dataset && r.split_kind == kind && r.method == method)
-                .filter(|r| method == "full" || r.width == widest)
-                .map(|r| r.s)
-                .collect();
-            sizes.sort_unstable();
-            sizes.dedup();
-            let mean_at = |s: usize| {
-                let v: Vec<f64> = rows
+    let styles = [
+        ("full", "#000000"),
+        ("Wasserstein", "#1f77b4"),
+        ("sensitivity", "#2ca02c"),
+        ("random", "#d62728"),
+    ];
+    groups
+        .into_iter()
+        .fold(Figure::new(3), |fig, (dataset, kind)| {
+            let mut panel = Panel::new(format!("{dataset} ({kind})"));
+            panel.labels("log10 s", "test log-likelihood");
+            for (method, color) in styles {
+                let mut sizes: Vec<usize> = rows
                     .iter()
-                    .filter(|r| r.dataset == dataset && r.split_kind == kind && r.method == method && r.s == s)
-                    .map(|r| r.test_log_lik)
+                    .filter(|r| r.dataset == dataset && r.split_kind == kind && r.method == method)
+                    .filter(|r| method == "full" || r.width == widest)
+                    .map(|r| r.s)
                     .collect();
-                MeanSe::of(&v).mean
-            };
-            let xs: Vec<f64> = sizes.iter().map(|&s| (s as f64).log10()).collect();
-            let ys: Vec<f64> = sizes.iter().map(|&s| mean_at(s)).collect();
-            panel.line(&xs, &ys, color).points(&xs, &ys, color);
-        }
-        fig.panel(panel)
-    })
+                sizes.sort_unstable();
+                sizes.dedup();
+                let mean_at = |s: usize| {
+                    let v: Vec<f64> = rows
+                        .iter()
+                        .filter(|r| {
+                            r.dataset == dataset
+                                && r.split_kind == kind
+                                && r.method == method
+                                && r.s == s
+                        })
+                        .map(|r| r.test_log_lik)
+                        .collect();
+                    MeanSe::of(&v).mean
+                };
+                let xs: Vec<f64> = sizes.iter().map(|&s| (s as f64).log10()).collect();
+                let ys: Vec<f64> = sizes.iter().map(|&s| mean_at(s)).collect();
+                let label = if method == "full" {
+                    "full Laplace, each width".to_owned()
+                } else {
+                    format!("width {widest}, {method}")
+                };
+                panel
+                    .line(&xs, &ys, color)
+                    .points(&xs, &ys, color)
+                    .legend(label, color);
+            }
+            fig.panel(panel)
+        })
 }

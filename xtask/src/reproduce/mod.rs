@@ -52,7 +52,10 @@ pub(crate) struct Context {
 type Experiment = fn(&Context) -> Result<()>;
 
 /// Every experiment, by name.
-const EXPERIMENTS: &[(&str, Experiment)] = &[("laplace-toy", laplace_toy::run), ("laplace-uci", laplace_uci::run)];
+const EXPERIMENTS: &[(&str, Experiment)] = &[
+    ("laplace-toy", laplace_toy::run),
+    ("laplace-uci", laplace_uci::run),
+];
 
 /// Runs the chosen experiments.
 pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
