@@ -174,7 +174,7 @@ fn run(case: &Case) {
     );
     case.check(
         "subnet_posterior_precision",
-        &mat_values(laplace.precision()),
+        &mat_values(laplace.precision().as_ref()),
     );
 
     let x_eval = &case.tensors["X_eval"];

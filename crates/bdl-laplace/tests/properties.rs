@@ -204,3 +204,70 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
         }
     }
 }
+
+#[test]
+fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
+    let (model, theta, x) = setup(Seed(12), 1, 20);
+    let lik = likelihood(1);
+    let config = LaplaceConfig {
+        prior: PriorPrecision::Scalar(1.5),
+        scale_prior_to_subset: false,
+        batch_size: 8,
+    };
+    let subset = vec![0, 3, 7, 15, 25];
+    let post = SubnetLaplace::fit(&model, &theta, &lik, &x, subset.clone(), &config).unwrap();
+    let n = 40_000;
+    let draws = post.sample(&theta, n, Seed(5)).unwrap();
+    assert_eq!(draws.dims(), &[n, model.layout().len()]);
+    let again = post.sample(&theta, 3, Seed(5)).unwrap();
+    assert_eq!(
+        values(&again),
+        values(&draws.narrow(0, 0, 3).unwrap()),
+        "same seed, same draws"
+    );
+    let v = values(&draws);
+    let d = model.layout().len();
+    let map = values(&theta);
+    // Parameters outside S stay at the MAP.
+    assert!(
+        (0..d)
+            .filter(|p| !subset.contains(p))
+            .all(|p| v[p] == map[p] && v[(n - 1) * d + p] == map[p])
+    );
+    // The sample covariance of n draws has standard error about √(2/n)·σᵢσⱼ ≤ 0.0071·σᵢσⱼ; a
+    // tolerance of 0.03·σᵢσⱼ is four such standard errors.
+    let cov = post.covariance();
+    for (a, &p) in subset.iter().enumerate() {
+        for (b, &q) in subset.iter().enumerate() {
+            let emp: f64 = (0..n)
+                .map(|i| (v[i * d + p] - map[p]) * (v[i * d + q] - map[q]))
+                .sum::<f64>()
+                / n as f64;
+            let scale = (cov[(a, a)] * cov[(b, b)]).sqrt();
+            assert!(
+                (emp - cov[(a, b)]).abs() <= 0.03 * scale,
+                "({a}, {b}): {emp} vs {}",
+                cov[(a, b)]
+            );
+        }
+    }
+    // Σ P = I.
+    let id = &cov * post.precision();
+    for i in 0..subset.len() {
+        for j in 0..subset.len() {
+            assert!((id[(i, j)] - f64::from(u8::from(i == j))).abs() < 1e-10);
+        }
+    }
+
+    let dir = std::env::temp_dir().join(format!("bdl-laplace-ckpt-{}", std::process::id()));
+    let path = dir.join("post.safetensors");
+    post.save(&path).unwrap();
+    let back = SubnetLaplace::load(&path).unwrap();
+    assert_eq!(back.subset(), post.subset());
+    assert_eq!(back.log_det_precision(), post.log_det_precision());
+    assert_eq!(
+        values(&back.f_covariance(&model, &theta, &x).unwrap()),
+        values(&post.f_covariance(&model, &theta, &x).unwrap())
+    );
+    std::fs::remove_dir_all(dir).unwrap();
+}
