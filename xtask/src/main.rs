@@ -22,13 +22,13 @@ enum Command {
     /// Reproduce the papers' experiments (results under target/reproduce/).
     Reproduce(reproduce::ReproduceArgs),
     /// Run the performance suite: each line a ratio against a naive reference, in one run.
-    Bench,
+    Bench(bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<()> {
     match Cli::parse().command {
         Command::Fetch(args) => fetch::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
-        Command::Bench => bench::run(),
+        Command::Bench(args) => bench::run(&args),
     }
 }
