@@ -30,3 +30,8 @@ pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
 pub use posterior::{LaplaceConfig, SubnetLaplace};
 pub use prior::PriorPrecision;
+
+/// The README's examples, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;
