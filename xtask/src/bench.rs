@@ -4,6 +4,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
+use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;

@@ -1,11 +1,11 @@
 //! The diagonal Laplace posterior over all parameters: q(θ) = N(θ̂, diag(σ²)),
 //! σ_d² = 1 / (h_dd + λ_d) with h the GGN diagonal.
 
-use bdl_likelihoods::{ClassLink, Likelihood, Predictive};
+use bdl_likelihoods::Likelihood;
 use bdl_models::Model;
 use candle_core::Tensor;
 
-use crate::{LaplaceConfig, Result};
+use crate::{LaplaceConfig, LinearizedPosterior, Result};
 
 /// A diagonal (mean-field) Laplace posterior over every parameter.
 #[derive(Clone, Debug)]
@@ -53,9 +53,11 @@ impl DiagLaplace {
     pub fn variances(&self) -> &[f64] {
         &self.variances
     }
+}
 
+impl LinearizedPosterior for DiagLaplace {
     /// J(x_n) diag(σ²) J(x_n)ᵀ at each row of `x`, shape `[N, K, K]` (f64).
-    pub fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
+    fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
         let all: Vec<usize> = (0..self.variances.len()).collect();
         crate::linearized::f_covariance(model, theta, x, &all, self.batch_size, |mut w| {
             for (d, var) in self.variances.iter().enumerate() {
@@ -65,18 +67,5 @@ impl DiagLaplace {
                 }
             }
         })
-    }
-
-    /// The linearized predictive at the rows of `x` (noise included for a Gaussian likelihood).
-    pub fn predictive(
-        &self,
-        model: &impl Model,
-        theta: &Tensor,
-        likelihood: &Likelihood,
-        x: &Tensor,
-        link: ClassLink,
-    ) -> Result<Predictive> {
-        let cov = self.f_covariance(model, theta, x)?;
-        crate::linearized::predictive(model, theta, likelihood, x, cov, link)
     }
 }

@@ -28,6 +28,7 @@ pub use diagonal::DiagLaplace;
 pub use error::{Error, Result};
 pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
+pub use linearized::LinearizedPosterior;
 pub use posterior::{LaplaceConfig, SubnetLaplace};
 pub use prior::PriorPrecision;
 

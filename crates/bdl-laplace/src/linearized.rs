@@ -47,16 +47,26 @@ pub(crate) fn f_covariance(
     Ok(Tensor::from_vec(out, (n, k, k), &Device::Cpu)?.to_device(x.device())?)
 }
 
-/// The predictive N(f(x; θ̂), cov) pushed through the likelihood: + σ² for a Gaussian
-/// likelihood, the `link` for classification.
-pub(crate) fn predictive(
-    model: &impl Model,
-    theta: &Tensor,
-    likelihood: &Likelihood,
-    x: &Tensor,
-    cov: Tensor,
-    link: ClassLink,
-) -> Result<Predictive> {
-    let mean = model.forward(theta, x)?.to_dtype(DType::F64)?;
-    Ok(likelihood.predictive(&mean, &FunctionVariance::Full(cov), link)?)
+/// A Gaussian posterior whose predictive is the linearization of the network at the MAP.
+///
+/// Implementors give the output covariance J Σ Jᵀ; the predictive N(f(x; θ̂), J Σ Jᵀ) pushed
+/// through the likelihood (+ σ² for a Gaussian likelihood, the `link` for classification) is
+/// shared. Its mean is the MAP output.
+pub trait LinearizedPosterior {
+    /// J(x_n) Σ J(x_n)ᵀ at each row of `x`, shape `[N, K, K]` (f64).
+    fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor>;
+
+    /// The linearized predictive at the rows of `x`.
+    fn predictive(
+        &self,
+        model: &impl Model,
+        theta: &Tensor,
+        likelihood: &Likelihood,
+        x: &Tensor,
+        link: ClassLink,
+    ) -> Result<Predictive> {
+        let cov = self.f_covariance(model, theta, x)?;
+        let mean = model.forward(theta, x)?.to_dtype(DType::F64)?;
+        Ok(likelihood.predictive(&mean, &FunctionVariance::Full(cov), link)?)
+    }
 }

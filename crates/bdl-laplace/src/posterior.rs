@@ -6,7 +6,7 @@
 
 use std::path::Path;
 
-use bdl_likelihoods::{ClassLink, Likelihood, Predictive};
+use bdl_likelihoods::Likelihood;
 use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -17,7 +17,7 @@ use faer::{Mat, MatMut, MatRef};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, PriorPrecision, Result};
+use crate::{Error, LinearizedPosterior, PriorPrecision, Result};
 
 /// How to fit a Laplace posterior.
 #[derive(Clone, Debug, PartialEq)]
@@ -241,28 +241,6 @@ impl SubnetLaplace {
         Ok(Tensor::from_vec(out, (n, d), theta.device())?.to_dtype(theta.dtype())?)
     }
 
-    /// The covariance J_S(x_n) Σ_S J_S(x_n)ᵀ of the linearized outputs at each row of `x`,
-    /// shape `[N, K, K]` (f64). With Σ_S = L⁻ᵀL⁻¹, W = L⁻¹ J_Sᵀ by one triangular solve.
-    pub fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
-        crate::linearized::f_covariance(model, theta, x, &self.subset, self.batch_size, |w| {
-            self.solve_l(w)
-        })
-    }
-
-    /// The linearized predictive at the rows of `x`: N(f(x; θ̂), J Σ Jᵀ + σ²) for a Gaussian
-    /// likelihood (the noise is included), the chosen `link` for classification.
-    pub fn predictive(
-        &self,
-        model: &impl Model,
-        theta: &Tensor,
-        likelihood: &Likelihood,
-        x: &Tensor,
-        link: ClassLink,
-    ) -> Result<Predictive> {
-        let cov = self.f_covariance(model, theta, x)?;
-        crate::linearized::predictive(model, theta, likelihood, x, cov, link)
-    }
-
     /// Saves the posterior to `path` (safetensors: `subset`, `theta_s`, `prior_precision`,
     /// `ggn`) with a JSON sidecar; [`SubnetLaplace::load`] factors it again.
     pub fn save(&self, path: &Path) -> Result<()> {
@@ -328,5 +306,15 @@ impl SubnetLaplace {
             vector("prior_precision")?,
             sidecar.batch_size,
         )
+    }
+}
+
+impl LinearizedPosterior for SubnetLaplace {
+    /// The covariance J_S(x_n) Σ_S J_S(x_n)ᵀ of the linearized outputs at each row of `x`,
+    /// shape `[N, K, K]` (f64). With Σ_S = L⁻ᵀL⁻¹, W = L⁻¹ J_Sᵀ by one triangular solve.
+    fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
+        crate::linearized::f_covariance(model, theta, x, &self.subset, self.batch_size, |w| {
+            self.solve_l(w)
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! Tuning by marginal likelihood and validation log-likelihood from one eigendecomposition,
 //! checked against finite differences and against refitting from scratch.
 
+use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::{ClassLink, Likelihood};
 use bdl_models::{Activation, Mlp, MlpSpec, Model};

@@ -1,5 +1,6 @@
 //! Properties of the Laplace posterior on random small networks (f64).
 
+use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;

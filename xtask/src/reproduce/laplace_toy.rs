@@ -14,6 +14,7 @@ use bdl_baselines::{MapConfig, train_map};
 use bdl_data::Standardizer;
 use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
+use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates, Selection};
 use bdl_laplace::{DiagLaplace, LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;

@@ -19,6 +19,7 @@ use bdl_data::{Dataset, Standardizer};
 use bdl_eval::metrics::{self, MeanSe};
 use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
+use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision};
 use bdl_likelihoods::{ClassLink, Likelihood};
