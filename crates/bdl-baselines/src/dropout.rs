@@ -87,12 +87,7 @@ mod tests {
     }
 
     fn values(t: &Tensor) -> Vec<f64> {
-        t.flatten_all()
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_vec1()
-            .unwrap()
+        bdl_tensor::to_f64_vec(t).unwrap()
     }
 
     #[test]

@@ -145,12 +145,7 @@ mod tests {
     use candle_core::{DType, Device};
 
     fn values(t: &Tensor) -> Vec<f64> {
-        t.flatten_all()
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_vec1()
-            .unwrap()
+        bdl_tensor::to_f64_vec(t).unwrap()
     }
 
     /// Three classes of 2-D points on rays (angle by class, noisy radius): 30 points.

@@ -12,16 +12,11 @@ use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::{ClassLink, Likelihood};
 use bdl_models::{Mlp, MlpSpec, Model};
-use candle_core::{DType, Device, Tensor};
+use candle_core::{Device, Tensor};
 use serde_json::Value;
 
 fn values(t: &Tensor) -> Vec<f64> {
-    t.flatten_all()
-        .unwrap()
-        .to_dtype(DType::F64)
-        .unwrap()
-        .to_vec1()
-        .unwrap()
+    bdl_tensor::to_f64_vec(t).unwrap()
 }
 
 struct Case {

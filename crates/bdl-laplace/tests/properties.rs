@@ -10,12 +10,7 @@ use candle_core::{DType, Device, Tensor};
 use proptest::prelude::*;
 
 fn values(t: &Tensor) -> Vec<f64> {
-    t.flatten_all()
-        .unwrap()
-        .to_dtype(DType::F64)
-        .unwrap()
-        .to_vec1()
-        .unwrap()
+    bdl_tensor::to_f64_vec(t).unwrap()
 }
 
 /// A random MLP d-h-K (tanh), its parameters, and inputs.

@@ -20,12 +20,7 @@ pub fn randn(seed: Seed, shape: &[usize], dtype: DType) -> Tensor {
 
 /// Flattens any tensor to a `Vec<f64>`.
 pub fn values(t: &Tensor) -> Vec<f64> {
-    t.flatten_all()
-        .unwrap()
-        .to_dtype(DType::F64)
-        .unwrap()
-        .to_vec1()
-        .unwrap()
+    bdl_tensor::to_f64_vec(t).unwrap()
 }
 
 /// Asserts |a − b| ≤ atol + rtol·|b| elementwise.

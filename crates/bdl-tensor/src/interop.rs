@@ -60,6 +60,17 @@ pub fn to_mat(t: &Tensor) -> Result<Mat<f64>> {
     with_mat_ref(t, |m| m.to_owned())
 }
 
+/// All elements of `t` in row-major order, as f64 (any float or integer dtype).
+///
+/// ```
+/// # use candle_core::{Device, Tensor};
+/// let t = Tensor::new(&[[1.0f32, 2.0], [3.0, 4.0]], &Device::Cpu).unwrap();
+/// assert_eq!(bdl_tensor::to_f64_vec(&t).unwrap(), [1.0, 2.0, 3.0, 4.0]);
+/// ```
+pub fn to_f64_vec(t: &Tensor) -> Result<Vec<f64>> {
+    Ok(t.flatten_all()?.to_dtype(DType::F64)?.to_vec1()?)
+}
+
 /// Copies a faer matrix into a candle tensor of shape `[rows, cols]` and dtype `dtype`.
 ///
 /// ```

@@ -25,7 +25,7 @@ mod threads;
 pub use candle_core::{DType, Device, Tensor};
 pub use error::{Error, Result};
 pub use finite::{check_finite, check_shape};
-pub use interop::{from_mat, to_mat, with_mat_ref};
+pub use interop::{from_mat, to_f64_vec, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
 pub use rand_chacha::ChaCha8Rng;

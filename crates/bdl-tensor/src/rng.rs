@@ -147,12 +147,7 @@ mod tests {
     use proptest::prelude::*;
 
     fn values(t: &Tensor) -> Vec<f64> {
-        t.flatten_all()
-            .unwrap()
-            .to_dtype(DType::F64)
-            .unwrap()
-            .to_vec1()
-            .unwrap()
+        crate::to_f64_vec(t).unwrap()
     }
 
     proptest! {

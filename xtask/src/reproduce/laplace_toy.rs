@@ -59,10 +59,6 @@ struct Evaluated {
     selection: Option<Selection>,
 }
 
-fn to_vec(t: &Tensor) -> Result<Vec<f64>> {
-    Ok(t.flatten_all()?.to_dtype(DType::F64)?.to_vec1()?)
-}
-
 /// Runs the experiment.
 pub(crate) fn run(ctx: &Context) -> Result<()> {
     let device = Device::Cpu;
@@ -70,7 +66,7 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
     let (sx, sy) = (Standardizer::fit(raw.x())?, Standardizer::fit(raw.y())?);
     let x = sx.transform(raw.x())?.to_dtype(DType::F64)?;
     let y = sy.transform(raw.y())?.to_dtype(DType::F64)?;
-    let xs = to_vec(&x)?;
+    let xs = bdl_tensor::to_f64_vec(&x)?;
 
     let model = Mlp::new(MlpSpec::new(&[1, 50, 50, 1], Activation::Relu))?;
     let d = model.layout().len();
@@ -147,8 +143,8 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         name: "diagonal".into(),
         s: d,
         prior: LAMBDA,
-        grid_var: to_vec(&diag.f_covariance(&model, theta, &grid_t)?)?,
-        data_var: to_vec(&diag.f_covariance(&model, theta, &x)?)?,
+        grid_var: bdl_tensor::to_f64_vec(&diag.f_covariance(&model, theta, &grid_t)?)?,
+        data_var: bdl_tensor::to_f64_vec(&diag.f_covariance(&model, theta, &x)?)?,
         selection: None,
     });
     let subnet = |name: String,
@@ -167,8 +163,8 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
             name,
             s,
             prior: post.prior_precision()[0],
-            grid_var: to_vec(&post.f_covariance(&model, theta, &grid_t)?)?,
-            data_var: to_vec(&post.f_covariance(&model, theta, &x)?)?,
+            grid_var: bdl_tensor::to_f64_vec(&post.f_covariance(&model, theta, &grid_t)?)?,
+            data_var: bdl_tensor::to_f64_vec(&post.f_covariance(&model, theta, &x)?)?,
             selection,
         })
     };
@@ -264,8 +260,8 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
     super::write(&ctx.dir.join("table.md"), table(&rows, sigma).as_bytes())?;
 
     // One panel per method: data, predictive mean ± 2 sd (noise included), in standardised units.
-    let f_grid = to_vec(&model.forward(theta, &grid_t)?)?;
-    let ys = to_vec(&y)?;
+    let f_grid = bdl_tensor::to_f64_vec(&model.forward(theta, &grid_t)?)?;
+    let ys = bdl_tensor::to_f64_vec(&y)?;
     let figure = methods.iter().fold(Figure::new(5), |fig, m| {
         let sd: Vec<f64> = m.grid_var.iter().map(|v| (v + noise).sqrt()).collect();
         let lo: Vec<f64> = f_grid.iter().zip(&sd).map(|(f, s)| f - 2.0 * s).collect();

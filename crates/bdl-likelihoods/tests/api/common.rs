@@ -13,12 +13,7 @@ pub(crate) fn randn(rng: &mut ChaCha8Rng, shape: &[usize], std: f64) -> Tensor {
 
 /// The elements of any tensor, row-major, in f64.
 pub(crate) fn values(t: &Tensor) -> Vec<f64> {
-    t.flatten_all()
-        .unwrap()
-        .to_dtype(DType::F64)
-        .unwrap()
-        .to_vec1()
-        .unwrap()
+    bdl_tensor::to_f64_vec(t).unwrap()
 }
 
 /// An f64 tensor from row-major values.
