@@ -6,7 +6,10 @@ mod common;
 use bdl_models::{Activation, Mlp, MlpSpec, Model};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor, Var};
-use common::{architecture, assert_close, randn, values};
+use common::{
+    architecture, assert_close, assert_jacobian_matches_central_differences,
+    assert_per_example_products, randn, values,
+};
 use proptest::prelude::*;
 
 fn mlp(widths: Vec<usize>, activations: Vec<Activation>) -> Mlp {
@@ -17,24 +20,6 @@ fn mlp(widths: Vec<usize>, activations: Vec<Activation>) -> Mlp {
     })
     .unwrap()
 }
-
-/// Σ_n J_nᵀ r_n by candle's autograd: the gradient of Σ_n r_n·f(x_n; θ).
-fn autograd(model: &Mlp, theta: &Tensor, x: &Tensor, r: &Tensor) -> Tensor {
-    let var = Var::from_tensor(theta).unwrap();
-    let f = model.forward(var.as_tensor(), x).unwrap();
-    let loss = (f * r).unwrap().sum_all().unwrap();
-    loss.backward()
-        .unwrap()
-        .get(var.as_tensor())
-        .unwrap()
-        .clone()
-}
-
-// Tolerances (f64): the products and autograd compute the same sums in different orders, so
-// they agree to a few hundred ulps of the largest term; 1e-10 relative with 1e-12 absolute leaves
-// a wide margin over that while catching any wrong term.
-const RTOL: f64 = 1e-10;
-const ATOL: f64 = 1e-12;
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
@@ -48,24 +33,7 @@ proptest! {
         let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
         let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
         let r = randn(seed.fork("r"), &[n, model.n_outputs()], DType::F64);
-        let cache = model.forward_cached(&theta, &x).unwrap();
-        let per_example = model.per_example_grads(&theta, &cache, &r).unwrap();
-        let summed = per_example.sum(0).unwrap();
-        let expected = autograd(&model, &theta, &x, &r);
-        assert_close(&summed, &expected, RTOL, ATOL);
-        assert_close(&model.backward(&theta, &cache, &r).unwrap(), &expected, RTOL, ATOL);
-
-        // Each row equals a backward pass through that example alone.
-        for i in 0..n {
-            let xi = x.narrow(0, i, 1).unwrap();
-            let ri = r.narrow(0, i, 1).unwrap();
-            let single = autograd(&model, &theta, &xi, &ri);
-            assert_close(&per_example.get(i).unwrap(), &single, RTOL, ATOL);
-        }
-
-        // Σ g∘g from the (a, δ) products equals the explicit sum over the rows.
-        let explicit = per_example.sqr().unwrap().sum(0).unwrap();
-        assert_close(&model.sum_sq_grads(&theta, &cache, &r).unwrap(), &explicit, RTOL, ATOL);
+        assert_per_example_products(&model, &theta, &x, &r);
     }
 
     #[test]
@@ -74,40 +42,9 @@ proptest! {
     ) {
         let seed = Seed(seed);
         let model = mlp(widths.clone(), activations);
-        let d = model.layout().len();
         let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
         let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
-        // A random subset of columns, in random order, with repeats allowed.
-        let mut rng = seed.fork("subset").rng();
-        let subset: Vec<usize> = (0..d.min(12)).map(|_| rand::Rng::random_range(&mut rng, 0..d)).collect();
-        let cache = model.forward_cached(&theta, &x).unwrap();
-        let jac = model.jacobian(&theta, &cache, &subset).unwrap();
-        let k = model.n_outputs();
-        prop_assert_eq!(jac.dims(), &[n * k, subset.len()]);
-
-        // Central differences in f64 with h = 1e-6: truncation O(h²) ≈ 1e-12 and rounding
-        // O(ε/h) ≈ 1e-10 relative to |f|, so 1e-6 (relative to 1 + |J|) is far above the error of
-        // a correct Jacobian and far below that of a wrong entry. (A random pre-activation lies
-        // within h of a ReLU kink with probability about 1e-6 per unit.)
-        let h = 1e-6;
-        let theta_v = values(&theta);
-        for (c, &p) in subset.iter().enumerate() {
-            let shifted = |delta: f64| {
-                let mut t = theta_v.clone();
-                t[p] += delta;
-                let t = Tensor::from_vec(t, d, &Device::Cpu).unwrap();
-                values(&model.forward(&t, &x).unwrap())
-            };
-            let (plus, minus) = (shifted(h), shifted(-h));
-            let column = values(&jac.narrow(1, c, 1).unwrap());
-            for row in 0..n * k {
-                let fd = (plus[row] - minus[row]) / (2.0 * h);
-                prop_assert!(
-                    (column[row] - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
-                    "column {} (param {}), row {}: {} vs {}", c, p, row, column[row], fd
-                );
-            }
-        }
+        assert_jacobian_matches_central_differences(&model, &theta, &x, seed);
     }
 }
 
@@ -201,11 +138,12 @@ fn dropout_masks_are_seeded_and_backpropagated() {
         .get(var.as_tensor())
         .unwrap()
         .clone();
+    // Same sums in another order: 1e-10 relative, as in `assert_per_example_products`.
     assert_close(
         &model.backward(&theta, &cache, &r).unwrap(),
         &expected,
-        RTOL,
-        ATOL,
+        1e-10,
+        1e-12,
     );
 }
 

@@ -1,0 +1,158 @@
+//! Shared helpers for the models' integration tests.
+#![allow(dead_code, unreachable_pub)]
+
+use std::path::PathBuf;
+
+use bdl_models::{Activation, Model};
+use bdl_tensor::Seed;
+use candle_core::{DType, Device, Tensor, Var};
+use proptest::prelude::*;
+
+/// The repository's `fixtures/` folder.
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
+/// A standard-normal tensor from a seeded stream.
+pub fn randn(seed: Seed, shape: &[usize], dtype: DType) -> Tensor {
+    bdl_tensor::normal(&mut seed.rng(), shape, 0.0, 1.0, dtype, &Device::Cpu).unwrap()
+}
+
+/// Flattens any tensor to a `Vec<f64>`.
+pub fn values(t: &Tensor) -> Vec<f64> {
+    bdl_tensor::to_f64_vec(t).unwrap()
+}
+
+/// Asserts |a − b| ≤ atol + rtol·|b| elementwise.
+#[track_caller]
+pub fn assert_close(a: &Tensor, b: &Tensor, rtol: f64, atol: f64) {
+    assert_eq!(a.dims(), b.dims(), "shapes differ");
+    let (a, b) = (values(a), values(b));
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        assert!(
+            (x - y).abs() <= atol + rtol * y.abs(),
+            "element {i}: {x} vs {y} (|diff| = {:e})",
+            (x - y).abs()
+        );
+    }
+}
+
+/// Any activation.
+pub fn activation() -> impl Strategy<Value = Activation> {
+    prop_oneof![
+        Just(Activation::Identity),
+        Just(Activation::Relu),
+        Just(Activation::Tanh),
+        Just(Activation::Sigmoid),
+    ]
+}
+
+/// Random MLP architectures: 1 to 3 layers, inputs 1..6, hidden widths 1..8, outputs 1..10.
+pub fn architecture() -> impl Strategy<Value = (Vec<usize>, Vec<Activation>)> {
+    (
+        1usize..6,
+        proptest::collection::vec(1usize..8, 0..3),
+        1usize..=10,
+    )
+        .prop_flat_map(|(d_in, hidden, k)| {
+            let mut widths = vec![d_in];
+            widths.extend(hidden);
+            widths.push(k);
+            let n_layers = widths.len() - 1;
+            (
+                Just(widths),
+                proptest::collection::vec(activation(), n_layers),
+            )
+        })
+}
+
+/// Σ_n J_nᵀ r_n by candle's autograd: the gradient of Σ_n r_n·f(x_n; θ).
+pub fn autograd(model: &impl Model, theta: &Tensor, x: &Tensor, r: &Tensor) -> Tensor {
+    let var = Var::from_tensor(theta).unwrap();
+    let f = model.forward(var.as_tensor(), x).unwrap();
+    let loss = (f * r).unwrap().sum_all().unwrap();
+    loss.backward()
+        .unwrap()
+        .get(var.as_tensor())
+        .unwrap()
+        .clone()
+}
+
+/// The per-example products from the (a, δ) factors against candle's autograd (f64): per-example
+/// gradients sum to the batch gradient and equal single-example backward passes, `backward` is the
+/// batch gradient, and Σ g∘g is the explicit sum over the rows.
+///
+/// Tolerance: both sides compute the same sums in different orders, so they agree to a few hundred
+/// ulps of the largest term; 1e-10 relative with 1e-12 absolute leaves a wide margin over that
+/// while catching any wrong or missing term.
+pub fn assert_per_example_products(model: &impl Model, theta: &Tensor, x: &Tensor, r: &Tensor) {
+    const RTOL: f64 = 1e-10;
+    const ATOL: f64 = 1e-12;
+    let n = x.dims()[0];
+    let cache = model.forward_cached(theta, x).unwrap();
+    let per_example = model.per_example_grads(theta, &cache, r).unwrap();
+    assert_eq!(per_example.dims(), &[n, model.layout().len()]);
+    let expected = autograd(model, theta, x, r);
+    assert_close(&per_example.sum(0).unwrap(), &expected, RTOL, ATOL);
+    assert_close(
+        &model.backward(theta, &cache, r).unwrap(),
+        &expected,
+        RTOL,
+        ATOL,
+    );
+    for i in 0..n {
+        let xi = x.narrow(0, i, 1).unwrap();
+        let single = autograd(model, theta, &xi, &r.narrow(0, i, 1).unwrap());
+        assert_close(&per_example.get(i).unwrap(), &single, RTOL, ATOL);
+    }
+    let explicit = per_example.sqr().unwrap().sum(0).unwrap();
+    assert_close(
+        &model.sum_sq_grads(theta, &cache, r).unwrap(),
+        &explicit,
+        RTOL,
+        ATOL,
+    );
+}
+
+/// The Jacobian of 12 random columns (random order, repeats allowed) against central differences.
+///
+/// Tolerance: central differences in f64 with h = 1e-6 have truncation error O(h²) ≈ 1e-12 and
+/// rounding error O(ε/h) ≈ 1e-10 relative to |f|, so 1e-6 (relative to 1 + |J|) is far above the
+/// error of a correct Jacobian and far below that of a wrong entry. (A random pre-activation lies
+/// within h of a ReLU kink with probability about 1e-6 per unit.)
+pub fn assert_jacobian_matches_central_differences(
+    model: &impl Model,
+    theta: &Tensor,
+    x: &Tensor,
+    seed: Seed,
+) {
+    let d = model.layout().len();
+    let (n, k) = (x.dims()[0], model.n_outputs());
+    let mut rng = seed.fork("subset").rng();
+    let subset: Vec<usize> = (0..12)
+        .map(|_| rand::Rng::random_range(&mut rng, 0..d))
+        .collect();
+    let cache = model.forward_cached(theta, x).unwrap();
+    let jac = model.jacobian(theta, &cache, &subset).unwrap();
+    assert_eq!(jac.dims(), &[n * k, subset.len()]);
+    let h = 1e-6;
+    let theta_v = values(theta);
+    for (c, &p) in subset.iter().enumerate() {
+        let shifted = |delta: f64| {
+            let mut t = theta_v.clone();
+            t[p] += delta;
+            let t = Tensor::from_vec(t, d, &Device::Cpu).unwrap();
+            values(&model.forward(&t, x).unwrap())
+        };
+        let (plus, minus) = (shifted(h), shifted(-h));
+        let column = values(&jac.narrow(1, c, 1).unwrap());
+        for row in 0..n * k {
+            let fd = (plus[row] - minus[row]) / (2.0 * h);
+            assert!(
+                (column[row] - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
+                "column {c} (param {p}), row {row}: {} vs {fd}",
+                column[row]
+            );
+        }
+    }
+}
