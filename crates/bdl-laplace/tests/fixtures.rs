@@ -11,7 +11,7 @@ use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::{ClassLink, Likelihood};
-use bdl_models::{Mlp, MlpSpec, Model};
+use bdl_models::{DenseLayer, Mlp, MlpSpec, Model};
 use candle_core::{Device, Tensor};
 use serde_json::Value;
 
@@ -35,19 +35,9 @@ impl Case {
     }
 
     fn mlp(&self) -> Mlp {
-        let layers = self.meta["model"]["layers"].as_array().unwrap();
-        let mut widths = vec![layers[0]["in"].as_u64().unwrap() as usize];
-        let mut activations = Vec::new();
-        for layer in layers {
-            widths.push(layer["out"].as_u64().unwrap() as usize);
-            activations.push(serde_json::from_value(layer["activation"].clone()).unwrap());
-        }
-        Mlp::new(MlpSpec {
-            widths,
-            activations,
-            dropout: 0.0,
-        })
-        .unwrap()
+        let layers: Vec<DenseLayer> =
+            serde_json::from_value(self.meta["model"]["layers"].clone()).unwrap();
+        Mlp::new(MlpSpec::from_layers(&layers).unwrap()).unwrap()
     }
 
     fn is_regression(&self) -> bool {

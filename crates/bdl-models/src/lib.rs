@@ -27,5 +27,5 @@ pub use cache::Cache;
 pub use cnn::{Cnn, CnnSpec, ConvSpec};
 pub use error::{Error, Result};
 pub use factors::LayerFactors;
-pub use mlp::{Mlp, MlpSpec};
+pub use mlp::{DenseLayer, Mlp, MlpSpec};
 pub use model::Model;

@@ -20,7 +20,52 @@ pub struct MlpSpec {
     pub dropout: f64,
 }
 
+/// One dense layer by its widths and activation, as a model description lists it
+/// (`{"in": 8, "out": 50, "activation": "relu"}` in JSON).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenseLayer {
+    /// Input width.
+    #[serde(rename = "in")]
+    pub inputs: usize,
+    /// Output width.
+    #[serde(rename = "out")]
+    pub outputs: usize,
+    /// The activation after the layer.
+    pub activation: Activation,
+}
+
 impl MlpSpec {
+    /// The spec of consecutive dense layers, checking that each layer's input width is the
+    /// previous layer's output width.
+    ///
+    /// ```
+    /// use bdl_models::{Activation, DenseLayer, MlpSpec};
+    /// let layers: Vec<DenseLayer> = serde_json::from_str(
+    ///     r#"[{"in": 8, "out": 50, "activation": "relu"}, {"in": 50, "out": 1, "activation": "identity"}]"#,
+    /// ).unwrap();
+    /// assert_eq!(MlpSpec::from_layers(&layers).unwrap(), MlpSpec::new(&[8, 50, 1], Activation::Relu));
+    /// ```
+    pub fn from_layers(layers: &[DenseLayer]) -> Result<Self> {
+        let first = layers
+            .first()
+            .ok_or_else(|| Error::InvalidConfig("an MLP needs at least one layer".into()))?;
+        let mut widths = vec![first.inputs];
+        for (l, layer) in layers.iter().enumerate() {
+            if layer.inputs != widths[l] {
+                return Err(Error::InvalidConfig(format!(
+                    "layer {l} takes {} inputs but the previous layer gives {}",
+                    layer.inputs, widths[l]
+                )));
+            }
+            widths.push(layer.outputs);
+        }
+        Ok(Self {
+            widths,
+            activations: layers.iter().map(|l| l.activation).collect(),
+            dropout: 0.0,
+        })
+    }
+
     /// A spec with the same hidden activation everywhere and an identity output.
     pub fn new(widths: &[usize], hidden: Activation) -> Self {
         let n_layers = widths.len().saturating_sub(1);

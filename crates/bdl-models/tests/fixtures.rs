@@ -6,7 +6,7 @@ mod common;
 
 use std::path::Path;
 
-use bdl_models::{Activation, Mlp, MlpSpec, Model};
+use bdl_models::{Activation, DenseLayer, Mlp, MlpSpec, Model};
 use candle_core::{DType, Device, Tensor};
 use common::{assert_close, fixtures, values};
 use serde_json::Value;
@@ -44,19 +44,9 @@ impl Fixture {
     }
 
     fn mlp(&self) -> Mlp {
-        let layers = self.meta["model"]["layers"].as_array().unwrap();
-        let mut widths = vec![layers[0]["in"].as_u64().unwrap() as usize];
-        let mut activations = Vec::new();
-        for layer in layers {
-            widths.push(layer["out"].as_u64().unwrap() as usize);
-            activations.push(serde_json::from_value(layer["activation"].clone()).unwrap());
-        }
-        Mlp::new(MlpSpec {
-            widths,
-            activations,
-            dropout: 0.0,
-        })
-        .unwrap()
+        let layers: Vec<DenseLayer> =
+            serde_json::from_value(self.meta["model"]["layers"].clone()).unwrap();
+        Mlp::new(MlpSpec::from_layers(&layers).unwrap()).unwrap()
     }
 
     /// |ours − fixture| ≤ atol + rtol·|fixture| with the sidecar's tolerances for `name` (its
