@@ -67,12 +67,11 @@ impl MapConfig {
     /// at least one epoch, batch size ≥ 1, validation fraction in [0, 1), a valid optimiser.
     pub fn check(&self) -> Result<()> {
         self.optimizer.check()?;
-        let ok = self.learning_rate > 0.0
-            && self.learning_rate.is_finite()
-            && self.prior_precision >= 0.0
-            && self.prior_precision.is_finite()
-            && self.epochs > 0
-            && self.batch_size > 0
+        let ok = crate::optim::step_settings_ok(
+            self.learning_rate,
+            self.prior_precision,
+            self.batch_size,
+        ) && self.epochs > 0
             && (0.0..1.0).contains(&self.validation_fraction);
         if ok {
             Ok(())

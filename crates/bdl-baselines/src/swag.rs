@@ -93,12 +93,11 @@ impl SwagConfig {
     /// batch size, snapshots and snapshot period ≥ 1, a valid optimiser.
     pub fn check(&self) -> Result<()> {
         self.optimizer.check()?;
-        let ok = self.learning_rate > 0.0
-            && self.learning_rate.is_finite()
-            && self.prior_precision >= 0.0
-            && self.prior_precision.is_finite()
-            && self.batch_size > 0
-            && self.snapshots > 0
+        let ok = crate::optim::step_settings_ok(
+            self.learning_rate,
+            self.prior_precision,
+            self.batch_size,
+        ) && self.snapshots > 0
             && self.snapshot_every > 0;
         if ok {
             Ok(())
