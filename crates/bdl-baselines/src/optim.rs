@@ -125,6 +125,20 @@ fn decayed(old: Option<&Tensor>, beta: f64, new: &Tensor) -> Result<Tensor> {
     })
 }
 
+/// Whether the settings every optimiser run shares are usable: a finite learning rate > 0, a
+/// finite prior precision ≥ 0, a batch size ≥ 1.
+pub(crate) fn step_settings_ok(
+    learning_rate: f64,
+    prior_precision: f64,
+    batch_size: usize,
+) -> bool {
+    learning_rate > 0.0
+        && learning_rate.is_finite()
+        && prior_precision >= 0.0
+        && prior_precision.is_finite()
+        && batch_size > 0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -171,18 +185,4 @@ mod tests {
         );
         assert!(Optimizer::Sgd { momentum: 0.0 }.check().is_ok());
     }
-}
-
-/// Whether the settings every optimiser run shares are usable: a finite learning rate > 0, a
-/// finite prior precision ≥ 0, a batch size ≥ 1.
-pub(crate) fn step_settings_ok(
-    learning_rate: f64,
-    prior_precision: f64,
-    batch_size: usize,
-) -> bool {
-    learning_rate > 0.0
-        && learning_rate.is_finite()
-        && prior_precision >= 0.0
-        && prior_precision.is_finite()
-        && batch_size > 0
 }
