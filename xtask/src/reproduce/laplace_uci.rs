@@ -3,8 +3,8 @@
 //! standard and the "gap" splits.
 //!
 //! Per split: inputs and targets standardised with training statistics; 15% of the training set
-//! held out; MLPs with two hidden ReLU layers of increasing width trained to the MAP (σ by
-//! maximum likelihood); a full-network GGN Laplace on each; on the widest model, subnetworks
+//! held out for early stopping and for the choice of the prior precision; MLPs with two hidden
+//! ReLU layers of increasing width trained to the MAP (σ by maximum likelihood); a full-network GGN Laplace on each; on the widest model, subnetworks
 //! whose size matches each smaller model's parameter count, chosen by the Wasserstein rule with
 //! diagonal-Laplace variances (the paper's) or diagonal-SWAG variances, by the sensitivity score,
 //! and at random. The prior precision of every
@@ -64,20 +64,32 @@ struct Settings {
     benchmarks: Vec<Benchmark>,
     splits: usize,
     widths: Vec<usize>,
+    /// The most epochs of MAP training, and the patience of its early stopping.
     epochs: usize,
+    patience: usize,
 }
 
 /// Standardised train / validation / test parts of one split, and the target scale.
 struct Split {
     train: (Tensor, Tensor),
-    val: (Tensor, Tensor),
     test: (Tensor, Tensor),
     y_scale: Standardizer,
 }
 
-fn prepare(train: &Dataset, test: &Dataset, seed: Seed) -> Result<Split> {
-    let (fit, val) = train.holdout(0.15, seed.fork("validation"))?;
-    let (sx, sy) = (Standardizer::fit(fit.x())?, Standardizer::fit(fit.y())?);
+/// The training rows the MAP was fitted on and the 15% it held out (for early stopping, then for
+/// the choice of λ).
+struct Parts {
+    fit: (Tensor, Tensor),
+    val: (Tensor, Tensor),
+}
+
+fn select(t: &Tensor, rows: &[usize]) -> Result<Tensor> {
+    let idx: Vec<u32> = rows.iter().map(|&r| r as u32).collect();
+    Ok(t.index_select(&Tensor::from_vec(idx, rows.len(), t.device())?, 0)?)
+}
+
+fn prepare(train: &Dataset, test: &Dataset) -> Result<Split> {
+    let (sx, sy) = (Standardizer::fit(train.x())?, Standardizer::fit(train.y())?);
     let part = |d: &Dataset| -> Result<(Tensor, Tensor)> {
         Ok((
             sx.transform(d.x())?.to_dtype(DType::F64)?,
@@ -85,8 +97,7 @@ fn prepare(train: &Dataset, test: &Dataset, seed: Seed) -> Result<Split> {
         ))
     };
     Ok(Split {
-        train: part(&fit)?,
-        val: part(&val)?,
+        train: part(train)?,
         test: part(test)?,
         y_scale: sy,
     })
@@ -100,12 +111,14 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
             splits: 2,
             widths: vec![10, 20, 50],
             epochs: 150,
+            patience: 20,
         },
         Profile::Paper => Settings {
             benchmarks: vec![Benchmark::Wine, Benchmark::Kin8nm, Benchmark::Protein],
             splits: usize::MAX,
             widths: vec![10, 20, 50, 100],
             epochs: 1000,
+            patience: 50,
         },
     };
     let mut jobs = Vec::new();
@@ -127,7 +140,7 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
     for (b, kind, k) in jobs {
         bar.set_message(format!("{b} {kind} {k}"));
         let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
-        let split = prepare(&train, &test, Seed(k as u64))?;
+        let split = prepare(&train, &test)?;
         rows.extend(run_split(
             &split,
             &settings,
@@ -179,13 +192,16 @@ fn run_split(
         let model = Mlp::new(MlpSpec::new(&[d_in, width, width, 1], Activation::Relu))?;
         let d = model.layout().len();
         let theta0 = model.init(seed.index(width as u64), DType::F64, x.device())?;
+        // The same seed for every width: the same 15% held out, for early stopping and for λ.
         let config = MapConfig {
             learning_rate: 1e-3,
             prior_precision: 1.0,
             epochs: settings.epochs,
             batch_size: 128,
             learn_sigma: true,
-            seed: seed.index(width as u64),
+            validation_fraction: 0.15,
+            patience: Some(settings.patience),
+            seed: seed.fork("map"),
             ..MapConfig::default()
         };
         let fit = train_map(
@@ -197,7 +213,13 @@ fn run_split(
             &config,
         )?;
         let lik = fit.likelihood;
-        let (lambda, ll, rmse) = evaluate(&model, &fit.theta, &lik, split, (0..d).collect())?;
+        let held = fit.validation.as_ref().expect("a fraction was held out");
+        let parts = Parts {
+            fit: (select(x, &held.train)?, select(y, &held.train)?),
+            val: (select(x, &held.held_out)?, select(y, &held.held_out)?),
+        };
+        let (lambda, ll, rmse) =
+            evaluate(&model, &fit.theta, &lik, &parts, split, (0..d).collect())?;
         rows.push(row(width, d, "full", d, lambda, ll, rmse));
         if i + 1 < settings.widths.len() {
             sizes.push(d);
@@ -209,7 +231,7 @@ fn run_split(
             scale_prior_to_subset: false,
             batch_size: 256,
         };
-        let diag = DiagLaplace::fit(&model, &fit.theta, &lik, x, &base)?;
+        let diag = DiagLaplace::fit(&model, &fit.theta, &lik, &parts.fit.0, &base)?;
         let Likelihood::Gaussian { sigma } = lik else {
             unreachable!("a Gaussian fit")
         };
@@ -226,9 +248,16 @@ fn run_split(
             seed: seed.fork("swag"),
             ..SwagConfig::default()
         };
-        let swag = train_swag(&model, &fit.theta, lik, x, y, &swag_config)?
-            .swag
-            .variances();
+        let swag = train_swag(
+            &model,
+            &fit.theta,
+            lik,
+            &parts.fit.0,
+            &parts.fit.1,
+            &swag_config,
+        )?
+        .swag
+        .variances();
         for &s in &sizes {
             let rules = [
                 (
@@ -266,7 +295,8 @@ fn run_split(
                 ),
             ];
             for (rule, chosen) in rules {
-                let (lambda, ll, rmse) = evaluate(&model, &fit.theta, &lik, split, chosen.indices)?;
+                let (lambda, ll, rmse) =
+                    evaluate(&model, &fit.theta, &lik, &parts, split, chosen.indices)?;
                 rows.push(row(width, d, rule, s, lambda, ll, rmse));
             }
         }
@@ -280,15 +310,16 @@ fn evaluate(
     model: &Mlp,
     theta: &Tensor,
     lik: &Likelihood,
+    parts: &Parts,
     split: &Split,
     subset: Vec<usize>,
 ) -> Result<(f64, f64, f64)> {
     let Likelihood::Gaussian { sigma } = *lik else {
         unreachable!("regression")
     };
-    let (x, y) = &split.train;
+    let (x, y) = &parts.fit;
     let evidence = Evidence::new(model, theta, lik, x, y, subset, 256)?;
-    let val = evidence.validation(model, theta, &split.val.0, &split.val.1)?;
+    let val = evidence.validation(model, theta, &parts.val.0, &parts.val.1)?;
     let candidates: Vec<(f64, f64)> = LAMBDAS.iter().map(|&l| (l, sigma)).collect();
     let (lambda, _, _) = evidence.grid_search(&val, &candidates)?;
     let post = evidence.posterior(lambda, sigma)?;
