@@ -16,7 +16,7 @@ pub fn mean_log_lik(pred: &Predictive, y: &Tensor) -> Result<f64> {
     Ok(ll.iter().sum::<f64>() / ll.len() as f64)
 }
 
-/// The root mean squared error of the predictive mean, √((1/NK) Σ (E[y] − y)²).
+/// The root mean squared error of the predictive mean, √((1/NK) Σ (E(y) − y)²).
 pub fn rmse(pred: &Predictive, y: &Tensor) -> Result<f64> {
     let mean = to_f64(&pred.mean()?)?;
     let y = to_f64(y)?;

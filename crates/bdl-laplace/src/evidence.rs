@@ -10,7 +10,7 @@
 //!
 //! and its gradient cost O(s) per evaluation, with no new factorisation. The same spectrum gives
 //! the validation predictive at every candidate: with U = J_val V,
-//! Var[f_val] = Σ_i U_i² / (g_i/σ² + λ).
+//! Var(f_val) = Σ_i U_i² / (g_i/σ² + λ).
 
 use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood};
 use bdl_models::Model;

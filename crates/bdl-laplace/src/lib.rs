@@ -3,8 +3,8 @@
 //! After training to the MAP θ̂, the Laplace approximation is q(θ) = N(θ̂, P⁻¹) with
 //! P = H + diag(λ), H the generalized Gauss–Newton matrix Σ_n J_nᵀ Λ_n J_n. Here
 //!
-//! - [`ggn`] builds H_S for any parameter subset S, one symmetric rank-k update per minibatch in
-//!   f64, never forming the D-wide Jacobian; [`ggn_diagonal`] gives diag(H) over all parameters
+//! - [`ggn()`] builds H_S for any parameter subset S, one symmetric rank-k update per minibatch in
+//!   f64, never forming the D-wide Jacobian; [`ggn_diagonal()`] gives diag(H) over all parameters
 //!   from K backward passes per minibatch;
 //! - [`SubnetLaplace`] is the full-covariance posterior over a subset (S = all parameters gives
 //!   the full Laplace, S = the last layer the last-layer Laplace), with the linearized predictive,

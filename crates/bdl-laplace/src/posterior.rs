@@ -213,7 +213,7 @@ impl SubnetLaplace {
 
     /// `n` draws of the full parameter vector, shape `[n, D]` in `theta`'s dtype: θ̂ outside S,
     /// θ_S = θ̂_S + L⁻ᵀ z inside, z ~ N(0, I) from a seeded stream, so that
-    /// Cov[θ_S] = (L Lᵀ)⁻¹ = Σ_S.
+    /// Cov(θ_S) = (L Lᵀ)⁻¹ = Σ_S.
     pub fn sample(&self, theta: &Tensor, n: usize, seed: Seed) -> Result<Tensor> {
         let s = self.subset.len();
         let mut rng = seed.fork("laplace-sample").rng();

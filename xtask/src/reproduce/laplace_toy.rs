@@ -36,7 +36,7 @@ struct Row {
     s: usize,
     /// The prior precision used for those parameters.
     prior_precision: f64,
-    /// Mean epistemic standard deviation sd[f] over grid points between the clusters.
+    /// Mean epistemic standard deviation sd(f) over grid points between the clusters.
     gap_sd: f64,
     /// Mean epistemic standard deviation at the training inputs.
     data_sd: f64,
