@@ -85,9 +85,8 @@ pub fn ggn(
     Ok(h)
 }
 
-/// The diagonal of the full GGN, diag(Σ_n J_nᵀ Λ_n J_n) ∈ ℝᴰ, without any Jacobian: for each
-/// column l_k of the factor, Σ_n (J_nᵀ L_n e_k)∘(J_nᵀ L_n e_k) is one [`Model::sum_sq_grads`],
-/// so the cost is K backward passes per minibatch.
+/// The diagonal of the full GGN, diag(Σ_n J_nᵀ Λ_n J_n) ∈ ℝᴰ, without any Jacobian
+/// ([`Model::ggn_diagonal`]: K backward passes per minibatch).
 pub fn ggn_diagonal(
     model: &impl Model,
     theta: &Tensor,
@@ -97,15 +96,8 @@ pub fn ggn_diagonal(
 ) -> Result<Vec<f64>> {
     let mut diag = vec![0.0; model.layout().len()];
     for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
-        let k = factor.dims()[2];
-        for col in 0..k {
-            let r = factor.narrow(2, col, 1)?.squeeze(2)?;
-            let sq: Vec<f64> = model
-                .sum_sq_grads(theta, cache, &r)?
-                .to_dtype(DType::F64)?
-                .to_vec1()?;
-            diag.iter_mut().zip(sq).for_each(|(d, v)| *d += v);
-        }
+        let part = bdl_tensor::to_f64_vec(&model.ggn_diagonal(theta, cache, factor)?)?;
+        diag.iter_mut().zip(part).for_each(|(d, v)| *d += v);
         Ok(())
     })?;
     Ok(diag)

@@ -73,6 +73,23 @@ pub trait Model {
         )
     }
 
+    /// diag(Σ_n J_nᵀ L_n L_nᵀ J_n), shape `[D]`, for per-example factors L_n (`factor`,
+    /// `[N, K, R]`): the diagonal of the GGN when L_n L_nᵀ = Λ_n. Column r of the factor gives
+    /// Σ_n (J_nᵀ L_n e_r)∘(J_nᵀ L_n e_r), one [`sum_sq_grads`](Model::sum_sq_grads), so the cost
+    /// is R backward passes and no Jacobian.
+    fn ggn_diagonal(&self, params: &Tensor, cache: &Cache, factor: &Tensor) -> Result<Tensor> {
+        let r = factor.dims().get(2).copied().unwrap_or(0);
+        let mut total = Tensor::zeros(self.layout().len(), params.dtype(), params.device())?;
+        for col in 0..r {
+            let grad_f = factor
+                .narrow(2, col, 1)?
+                .squeeze(2)?
+                .to_dtype(params.dtype())?;
+            total = (total + self.sum_sq_grads(params, cache, &grad_f)?)?;
+        }
+        Ok(total)
+    }
+
     /// The per-example gradients g_n = J_nᵀ r_n, shape `[N, D]`. This materialises N·D numbers:
     /// use it for checks and small problems; [`backward`](Model::backward) and
     /// [`sum_sq_grads`](Model::sum_sq_grads) give their sums without it.

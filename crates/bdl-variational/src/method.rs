@@ -1,0 +1,496 @@
+//! The update rules, one per method, on a mean-field Gaussian q(θ) = N(μ, diag σ²).
+//!
+//! Notation (Khan et al. 2018): N examples, prior N(0, λ⁻¹ I), λ̃ = λ/N; per step, at
+//! perturbed weights θ = μ + σ∘ε: ĝ the minibatch-mean gradient of the negative log-likelihood,
+//! ĝ² the mean over Monte Carlo samples of ĝ∘ĝ, ĥ a curvature estimate.
+//!
+//! | method | curvature and moments | mean | σ² |
+//! |---|---|---|---|
+//! | VON | s ← (1−β)s + β ĥ, ĥ = diag of the minibatch-mean GGN | μ ← μ − α(ĝ + λ̃μ)/(s + λ̃) | 1/(N(s + λ̃)) |
+//! | VOGN | as VON, ĥ = (1/M) Σ_i g_i∘g_i over per-example gradients | as VON | as VON |
+//! | Vprop | s ← (1−β)s + β ĝ² | μ ← μ − α(ĝ + λ̃μ)/(√s + λ̃) | 1/(N(s + λ̃)) |
+//! | Vadam | m ← γ₁m + (1−γ₁)(ĝ + λ̃μ), s ← γ₂s + (1−γ₂)ĝ², m̂ = m/(1−γ₁ᵗ), ŝ = s/(1−γ₂ᵗ) | μ ← μ − α m̂/(√ŝ + λ̃) | 1/(N(s + λ̃)), raw s |
+//! | VadaGrad | s ← s + (1−γ₂)ĝ² (never decays) | μ ← μ − α ĝ/√s | 1/s |
+//! | IVON | ḡ ← β₁ḡ + (1−β₁)ĝ, ĥ = ĝ∘(θ−μ)/σ², h ← β₂h + (1−β₂)ĥ + ½(1−β₂)²(h−ĥ)²/(h+λ̃) | μ ← μ − α(h₀+λ̃) clip((ḡ/(1−β₁ᵗ) + λ̃μ)/(h+λ̃)) | 1/(N(h + λ̃)) |
+//! | BBVI | Adam on (μ, ρ), σ = softplus ρ, loss = mean NLL + KL(q‖p)/N | Adam | softplus(ρ)² |
+
+use serde::{Deserialize, Serialize};
+
+use crate::{Error, Result};
+
+/// A variational method and its hyper-parameters.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "lowercase")]
+pub enum Method {
+    /// Variational online Newton with the diagonal GGN of the minibatch (the Hessian for a
+    /// linear model).
+    Von {
+        /// Step size α.
+        learning_rate: f64,
+        /// Curvature averaging β.
+        beta: f64,
+    },
+    /// Variational online Gauss–Newton: the mean of per-example squared gradients.
+    Vogn {
+        /// Step size α.
+        learning_rate: f64,
+        /// Curvature averaging β.
+        beta: f64,
+    },
+    /// Vprop: RMSprop-like, curvature from the squared minibatch gradient.
+    Vprop {
+        /// Step size α.
+        learning_rate: f64,
+        /// Curvature averaging β.
+        beta: f64,
+    },
+    /// Vadam: Adam with natural momentum and bias correction; perturbation from the raw s.
+    Vadam {
+        /// Step size α.
+        learning_rate: f64,
+        /// Momentum decay γ₁.
+        beta1: f64,
+        /// Second-moment decay γ₂.
+        beta2: f64,
+    },
+    /// VadaGrad: variational optimisation (no prior, no KL), AdaGrad-like.
+    VadaGrad {
+        /// Step size α.
+        learning_rate: f64,
+        /// The increment weight: s grows by (1 − γ₂)ĝ².
+        beta2: f64,
+    },
+    /// IVON (Shen et al. 2024): the Hessian estimate from the same backward pass.
+    Ivon {
+        /// Step size α.
+        learning_rate: f64,
+        /// Gradient momentum β₁.
+        beta1: f64,
+        /// Hessian averaging β₂.
+        beta2: f64,
+        /// Initial Hessian h₀.
+        h0: f64,
+        /// Elementwise clip of the preconditioned step (∞ for none).
+        clip: f64,
+    },
+    /// Bayes-by-Backprop: reparameterisation gradients of the ELBO, Adam on (μ, ρ).
+    Bbvi {
+        /// Adam's step size.
+        learning_rate: f64,
+        /// Adam's β₁.
+        beta1: f64,
+        /// Adam's β₂.
+        beta2: f64,
+        /// The initial σ of every weight.
+        init_std: f64,
+    },
+}
+
+/// What curvature the training loop must estimate for a method, besides ĝ.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Curvature {
+    /// None.
+    None,
+    /// The diagonal GGN of the minibatch (VON).
+    GgnDiagonal,
+    /// The mean of per-example squared gradients (VOGN).
+    SumSqGrads,
+}
+
+impl Method {
+    /// Vadam with the paper's defaults γ₁ = 0.9, γ₂ = 0.999.
+    pub fn vadam(learning_rate: f64) -> Self {
+        Self::Vadam {
+            learning_rate,
+            beta1: 0.9,
+            beta2: 0.999,
+        }
+    }
+
+    /// IVON with the defaults of Shen et al.: β₁ = 0.9, β₂ = 0.99999, h₀ = 1, no clipping.
+    pub fn ivon(learning_rate: f64) -> Self {
+        Self::Ivon {
+            learning_rate,
+            beta1: 0.9,
+            beta2: 0.99999,
+            h0: 1.0,
+            clip: f64::INFINITY,
+        }
+    }
+
+    /// The method's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Von { .. } => "VON",
+            Self::Vogn { .. } => "VOGN",
+            Self::Vprop { .. } => "Vprop",
+            Self::Vadam { .. } => "Vadam",
+            Self::VadaGrad { .. } => "VadaGrad",
+            Self::Ivon { .. } => "IVON",
+            Self::Bbvi { .. } => "BBVI",
+        }
+    }
+
+    /// The step size α.
+    pub fn learning_rate(&self) -> f64 {
+        match *self {
+            Self::Von { learning_rate, .. }
+            | Self::Vogn { learning_rate, .. }
+            | Self::Vprop { learning_rate, .. }
+            | Self::Vadam { learning_rate, .. }
+            | Self::VadaGrad { learning_rate, .. }
+            | Self::Ivon { learning_rate, .. }
+            | Self::Bbvi { learning_rate, .. } => learning_rate,
+        }
+    }
+
+    pub(crate) fn curvature(&self) -> Curvature {
+        match self {
+            Self::Von { .. } => Curvature::GgnDiagonal,
+            Self::Vogn { .. } => Curvature::SumSqGrads,
+            _ => Curvature::None,
+        }
+    }
+
+    /// Checks the hyper-parameters: α > 0, decay rates in [0, 1), h₀ > 0, clip > 0, σ₀ > 0.
+    pub fn check(&self) -> Result<()> {
+        let rate = |b: f64| (0.0..1.0).contains(&b);
+        let ok = self.learning_rate() > 0.0
+            && self.learning_rate().is_finite()
+            && match *self {
+                Self::Von { beta, .. } | Self::Vogn { beta, .. } | Self::Vprop { beta, .. } => {
+                    beta > 0.0 && beta <= 1.0
+                }
+                Self::Vadam { beta1, beta2, .. } | Self::Bbvi { beta1, beta2, .. } => {
+                    rate(beta1) && rate(beta2)
+                }
+                Self::VadaGrad { beta2, .. } => rate(beta2),
+                Self::Ivon {
+                    beta1,
+                    beta2,
+                    h0,
+                    clip,
+                    ..
+                } => rate(beta1) && rate(beta2) && h0 > 0.0 && clip > 0.0,
+            }
+            && !matches!(*self, Self::Bbvi { init_std, .. } if !(init_std > 0.0 && init_std.is_finite()));
+        if ok {
+            Ok(())
+        } else {
+            Err(Error::InvalidConfig(format!(
+                "{}: hyper-parameters out of range: {self:?}",
+                self.name()
+            )))
+        }
+    }
+}
+
+/// Monte Carlo means of what one step observed, over the samples θ_s = μ + σ∘ε_s.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stats {
+    /// ĝ.
+    pub(crate) g: Vec<f64>,
+    /// The mean of ĝ_s∘ĝ_s.
+    pub(crate) g_sq: Vec<f64>,
+    /// The mean of ĝ_s∘ε_s.
+    pub(crate) g_eps: Vec<f64>,
+    /// The mean curvature ĥ (VON, VOGN), empty otherwise.
+    pub(crate) h: Vec<f64>,
+}
+
+/// The state of one method over D parameters.
+#[derive(Clone, Debug)]
+pub(crate) struct State {
+    method: Method,
+    /// N, the number of training examples.
+    n: f64,
+    /// λ̃ = λ/N.
+    lt: f64,
+    pub(crate) mu: Vec<f64>,
+    /// s (curvature or second moment), h for IVON, ρ for BBVI.
+    s: Vec<f64>,
+    /// Momentum m (Vadam), ḡ (IVON), Adam's first moment of μ (BBVI).
+    m: Vec<f64>,
+    /// BBVI only: Adam's second moment of μ, then first and second moments of ρ.
+    adam: [Vec<f64>; 3],
+    t: usize,
+}
+
+fn softplus(r: f64) -> f64 {
+    if r > 30.0 { r } else { r.exp().ln_1p() }
+}
+
+fn sigmoid(r: f64) -> f64 {
+    1.0 / (1.0 + (-r).exp())
+}
+
+impl State {
+    /// The initial state at mean `mu`, with initial precision `p0` per parameter (N s + λ = p0 for
+    /// the natural methods; 1/σ² = p0 for VadaGrad; BBVI starts from its own σ₀).
+    pub(crate) fn new(method: Method, mu: Vec<f64>, n: usize, lambda: f64, p0: f64) -> Self {
+        let d = mu.len();
+        let (n, lt) = (n as f64, lambda / n as f64);
+        let s0 = match method {
+            Method::VadaGrad { .. } => p0,
+            Method::Ivon { h0, .. } => h0,
+            Method::Bbvi { init_std, .. } => init_std.exp_m1().ln(),
+            _ => ((p0 - lambda) / n).max(0.0),
+        };
+        Self {
+            method,
+            n,
+            lt,
+            mu,
+            s: vec![s0; d],
+            m: vec![0.0; d],
+            adam: [vec![0.0; d], vec![0.0; d], vec![0.0; d]],
+            t: 0,
+        }
+    }
+
+    /// The perturbation standard deviation σ of every parameter.
+    pub(crate) fn sigma(&self) -> Vec<f64> {
+        let (n, lt) = (self.n, self.lt);
+        self.s
+            .iter()
+            .map(|&s| match self.method {
+                Method::VadaGrad { .. } => s.sqrt().recip(),
+                Method::Bbvi { .. } => softplus(s),
+                _ => (n * (s + lt)).sqrt().recip(),
+            })
+            .collect()
+    }
+
+    /// One update with the step size scaled by `lr_scale` (a decay schedule).
+    pub(crate) fn update(&mut self, stats: &Stats, lr_scale: f64) -> Result<()> {
+        self.t += 1;
+        let t = self.t as i32;
+        let lt = self.lt;
+        let alpha = self.method.learning_rate() * lr_scale;
+        let sigma = self.sigma();
+        let d = self.mu.len();
+        match self.method.clone() {
+            Method::Von { beta, .. } | Method::Vogn { beta, .. } => {
+                for i in 0..d {
+                    self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.h[i];
+                    self.mu[i] -= alpha * (stats.g[i] + lt * self.mu[i]) / (self.s[i] + lt);
+                }
+            }
+            Method::Vprop { beta, .. } => {
+                for i in 0..d {
+                    self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.g_sq[i];
+                    self.mu[i] -= alpha * (stats.g[i] + lt * self.mu[i]) / (self.s[i].sqrt() + lt);
+                }
+            }
+            Method::Vadam { beta1, beta2, .. } => {
+                for i in 0..d {
+                    self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * (stats.g[i] + lt * self.mu[i]);
+                    self.s[i] = beta2 * self.s[i] + (1.0 - beta2) * stats.g_sq[i];
+                    let m_hat = self.m[i] / (1.0 - beta1.powi(t));
+                    let s_hat = self.s[i] / (1.0 - beta2.powi(t));
+                    self.mu[i] -= alpha * m_hat / (s_hat.sqrt() + lt);
+                }
+            }
+            Method::VadaGrad { beta2, .. } => {
+                for i in 0..d {
+                    self.s[i] += (1.0 - beta2) * stats.g_sq[i];
+                    self.mu[i] -= alpha * stats.g[i] / self.s[i].sqrt();
+                }
+            }
+            Method::Ivon {
+                beta1,
+                beta2,
+                h0,
+                clip,
+                ..
+            } => {
+                for i in 0..d {
+                    // ĥ = ĝ∘(θ − μ)/σ² = ĝ∘ε/σ.
+                    let h_hat = stats.g_eps[i] / sigma[i];
+                    self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * stats.g[i];
+                    let h = self.s[i];
+                    self.s[i] = beta2 * h
+                        + (1.0 - beta2) * h_hat
+                        + 0.5 * (1.0 - beta2).powi(2) * (h - h_hat).powi(2) / (h + lt);
+                    let step =
+                        (self.m[i] / (1.0 - beta1.powi(t)) + lt * self.mu[i]) / (self.s[i] + lt);
+                    self.mu[i] -= alpha * (h0 + lt) * step.clamp(-clip, clip);
+                }
+            }
+            Method::Bbvi { beta1, beta2, .. } => {
+                let lambda = lt * self.n;
+                let [v_mu, m_rho, v_rho] = &mut self.adam;
+                for i in 0..d {
+                    let sd = sigma[i];
+                    let grad_mu = stats.g[i] + lambda * self.mu[i] / self.n;
+                    let dkl_dsigma = lambda * sd - sd.recip();
+                    let grad_rho = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(self.s[i]);
+                    self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * grad_mu;
+                    v_mu[i] = beta2 * v_mu[i] + (1.0 - beta2) * grad_mu * grad_mu;
+                    m_rho[i] = beta1 * m_rho[i] + (1.0 - beta1) * grad_rho;
+                    v_rho[i] = beta2 * v_rho[i] + (1.0 - beta2) * grad_rho * grad_rho;
+                    let (c1, c2) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
+                    self.mu[i] -= alpha * (self.m[i] / c1) / ((v_mu[i] / c2).sqrt() + 1e-8);
+                    self.s[i] -= alpha * (m_rho[i] / c1) / ((v_rho[i] / c2).sqrt() + 1e-8);
+                }
+            }
+        }
+        let name = self.method.name();
+        if self.mu.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Diverged {
+                method: name,
+                step: self.t,
+                what: "mean",
+            });
+        }
+        if self.s.iter().any(|v| !v.is_finite()) {
+            return Err(Error::Diverged {
+                method: name,
+                step: self.t,
+                what: "curvature",
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stats(g: f64, g_sq: f64, g_eps: f64, h: f64) -> Stats {
+        Stats {
+            g: vec![g],
+            g_sq: vec![g_sq],
+            g_eps: vec![g_eps],
+            h: vec![h],
+        }
+    }
+
+    /// One step of each method on one parameter, against the formulas worked by hand
+    /// (N = 10, λ = 2, so λ̃ = 0.2; μ = 1).
+    #[test]
+    fn one_step_of_each_method_follows_its_formula() {
+        let st = stats(0.5, 0.3, 0.4, 0.7);
+        let step = |method: Method, p0: f64| {
+            let mut s = State::new(method, vec![1.0], 10, 2.0, p0);
+            let sigma = s.sigma()[0];
+            s.update(&st, 1.0).unwrap();
+            (s.mu[0], s.s[0], s.sigma()[0], sigma)
+        };
+        // VOGN / VON, β = 0.5, s₀ = 0: s = 0.35, μ = 1 − 0.1(0.5 + 0.2)/(0.35 + 0.2).
+        let (mu, s, sd, sd0) = step(
+            Method::Vogn {
+                learning_rate: 0.1,
+                beta: 0.5,
+            },
+            2.0,
+        );
+        assert!(
+            (sd0 - (10.0f64 * 0.2).sqrt().recip()).abs() < 1e-15,
+            "σ₁ is the prior's"
+        );
+        assert!((s - 0.35).abs() < 1e-15);
+        assert!((mu - (1.0 - 0.1 * 0.7 / 0.55)).abs() < 1e-15);
+        assert!((sd - (10.0f64 * 0.55).sqrt().recip()).abs() < 1e-15);
+        // Vprop: s = 0.15, μ = 1 − 0.1·0.7/(√0.15 + 0.2).
+        let (mu, s, ..) = step(
+            Method::Vprop {
+                learning_rate: 0.1,
+                beta: 0.5,
+            },
+            2.0,
+        );
+        assert!(
+            (s - 0.15).abs() < 1e-15 && (mu - (1.0 - 0.07 / (0.15f64.sqrt() + 0.2))).abs() < 1e-15
+        );
+        // Vadam (t = 1): m = 0.1·0.7, s = 0.001·0.3, m̂ = 0.7, ŝ = 0.3; σ uses the raw s.
+        let (mu, s, sd, _) = step(Method::vadam(0.1), 2.0);
+        assert!((mu - (1.0 - 0.1 * 0.7 / (0.3f64.sqrt() + 0.2))).abs() < 1e-12);
+        assert!((s - 0.0003).abs() < 1e-15);
+        assert!((sd - (10.0f64 * (0.0003 + 0.2)).sqrt().recip()).abs() < 1e-15);
+        // VadaGrad, s₀ = 4: s = 4 + 0.5·0.3, μ = 1 − 0.1·0.5/√4.15, σ = 1/√4.15.
+        let (mu, s, sd, sd0) = step(
+            Method::VadaGrad {
+                learning_rate: 0.1,
+                beta2: 0.5,
+            },
+            4.0,
+        );
+        assert!((sd0 - 0.5).abs() < 1e-15 && (s - 4.15).abs() < 1e-15);
+        assert!(
+            (mu - (1.0 - 0.05 / 4.15f64.sqrt())).abs() < 1e-15
+                && (sd - 4.15f64.sqrt().recip()).abs() < 1e-15
+        );
+        // IVON (β₁ = 0.9, β₂ = 0.5, h₀ = 1): σ = 1/√(10·1.2); ĥ = 0.4/σ;
+        // h = 0.5 + 0.5ĥ + ½·0.25(1 − ĥ)²/1.2; ḡ = 0.05, step = (0.05/0.1 + 0.2)/(h + 0.2).
+        let ivon = Method::Ivon {
+            learning_rate: 0.1,
+            beta1: 0.9,
+            beta2: 0.5,
+            h0: 1.0,
+            clip: f64::INFINITY,
+        };
+        let (mu, h, ..) = step(ivon, 2.0);
+        let sigma = (12.0f64).sqrt().recip();
+        let h_hat = 0.4 / sigma;
+        let h_expected = 0.5 + 0.5 * h_hat + 0.125 * (1.0 - h_hat).powi(2) / 1.2;
+        assert!((h - h_expected).abs() < 1e-12);
+        assert!((mu - (1.0 - 0.1 * 1.2 * (0.5 + 0.2) / (h_expected + 0.2))).abs() < 1e-12);
+    }
+
+    #[test]
+    fn bbvi_step_follows_adam_on_the_elbo() {
+        // σ₀ = 0.5 ⇒ ρ₀ = log(e^0.5 − 1). Adam's first step moves each parameter by −α·sign.
+        let mut s = State::new(
+            Method::Bbvi {
+                learning_rate: 0.01,
+                beta1: 0.9,
+                beta2: 0.999,
+                init_std: 0.5,
+            },
+            vec![1.0],
+            10,
+            2.0,
+            2.0,
+        );
+        assert!((s.sigma()[0] - 0.5).abs() < 1e-15);
+        let rho0 = s.s[0];
+        s.update(&stats(0.5, 0.0, -3.0, 0.0), 1.0).unwrap();
+        // ∂/∂μ = 0.5 + 2·1/10 > 0; ∂/∂ρ = (−3 + (2·0.5 − 2)/10)·sigmoid(ρ₀) < 0.
+        assert!((s.mu[0] - (1.0 - 0.01)).abs() < 1e-9);
+        assert!((s.s[0] - (rho0 + 0.01)).abs() < 1e-9);
+    }
+
+    #[test]
+    fn bad_hyper_parameters_are_errors() {
+        assert!(
+            Method::Vogn {
+                learning_rate: 0.0,
+                beta: 0.5
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            Method::Vadam {
+                learning_rate: 0.1,
+                beta1: 1.0,
+                beta2: 0.9
+            }
+            .check()
+            .is_err()
+        );
+        assert!(
+            Method::Bbvi {
+                learning_rate: 0.1,
+                beta1: 0.9,
+                beta2: 0.9,
+                init_std: 0.0
+            }
+            .check()
+            .is_err()
+        );
+        assert!(Method::ivon(0.1).check().is_ok());
+    }
+}
