@@ -18,6 +18,14 @@ pub struct MlpSpec {
     /// passed to the forward pass.
     #[serde(default)]
     pub dropout: f64,
+    /// Whether the layers have biases (true unless a model description says otherwise; a
+    /// logistic regression without intercept has none).
+    #[serde(default = "with_bias")]
+    pub bias: bool,
+}
+
+fn with_bias() -> bool {
+    true
 }
 
 /// One dense layer by its widths and activation, as a model description lists it
@@ -63,6 +71,7 @@ impl MlpSpec {
             widths,
             activations: layers.iter().map(|l| l.activation).collect(),
             dropout: 0.0,
+            bias: true,
         })
     }
 
@@ -82,7 +91,14 @@ impl MlpSpec {
             widths: widths.to_vec(),
             activations,
             dropout: 0.0,
+            bias: true,
         }
+    }
+
+    /// The same spec without biases: z_l = a_l W_lᵀ.
+    pub fn without_bias(mut self) -> Self {
+        self.bias = false;
+        self
     }
 
     /// The same spec with dropout probability `p` on the hidden units.
@@ -138,11 +154,11 @@ impl Mlp {
                 spec.dropout
             )));
         }
+        let bias = spec.bias;
         let layout = ParamLayout::new(spec.widths.windows(2).enumerate().flat_map(|(l, w)| {
-            [
-                (format!("{}.weight", 2 * l), vec![w[1], w[0]]),
-                (format!("{}.bias", 2 * l), vec![w[1]]),
-            ]
+            let weight = (format!("{}.weight", 2 * l), vec![w[1], w[0]]);
+            let bias = bias.then(|| (format!("{}.bias", 2 * l), vec![w[1]]));
+            std::iter::once(weight).chain(bias)
         }));
         Ok(Self { spec, layout })
     }
@@ -161,21 +177,22 @@ impl Mlp {
     /// and bias of a layer with fan-in d is drawn from U(−1/√d, 1/√d).
     pub fn init(&self, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
         let mut rng = seed.fork("mlp-init").rng();
+        let segments = self.layout.segments();
         let parts = self
             .layout
-            .segments()
+            .layers()
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                let fan_in = self.spec.widths[i / 2] as f64;
-                let bound = fan_in.sqrt().recip();
+            .flat_map(|(l, layer)| {
+                let bound = (self.spec.widths[l] as f64).sqrt().recip();
+                std::iter::once(layer.weight)
+                    .chain(layer.bias)
+                    .map(move |seg| (seg, bound))
+            })
+            .map(|(seg, bound)| {
+                let n = segments[seg].numel();
                 Ok(bdl_tensor::uniform(
-                    &mut rng,
-                    s.numel(),
-                    -bound,
-                    bound,
-                    dtype,
-                    device,
+                    &mut rng, n, -bound, bound, dtype, device,
                 )?)
             })
             .collect::<Result<Vec<_>>>()?;
@@ -241,9 +258,17 @@ impl Model for Mlp {
         let segments = self.layout.split(params)?;
         let n_layers = self.n_layers();
         let (mut inputs, mut pre, mut post, mut masks) = (vec![], vec![], vec![], vec![]);
-        for (l, act) in self.spec.activations.iter().enumerate() {
-            let (w, b) = (&segments[2 * l], &segments[2 * l + 1]);
-            let z = a.matmul(&w.t()?)?.broadcast_add(b)?;
+        for ((l, act), layer) in self
+            .spec
+            .activations
+            .iter()
+            .enumerate()
+            .zip(self.layout.layers())
+        {
+            let mut z = a.matmul(&segments[layer.weight].t()?)?;
+            if let Some(b) = layer.bias {
+                z = z.broadcast_add(&segments[b])?;
+            }
             let h = act.apply(&z)?;
             let mask = match dropout.as_deref_mut() {
                 Some(rng) if self.spec.dropout > 0.0 && l + 1 < n_layers => {
@@ -283,6 +308,7 @@ impl Model for Mlp {
             "output gradient ∂ℓ/∂f",
         )?;
         let segments = self.layout.split(params)?;
+        let layers = self.layout.layers();
         let n_layers = self.n_layers();
         let mut factors = Vec::with_capacity(n_layers);
         // ∂ℓ/∂h_L, then δ_l = ∂ℓ/∂z_l = (∂ℓ/∂a_{l+1} ∘ m_l) ∘ φ'(z_l), ∂ℓ/∂a_l = δ_l W_l.
@@ -295,18 +321,22 @@ impl Model for Mlp {
             if let Some(d) = self.spec.activations[l].derivative(&cache.pre[l], &cache.post[l])? {
                 delta = (delta * d)?;
             }
-            if l > 0 {
-                grad_a = delta.matmul(&segments[2 * l])?;
+            let next = if l > 0 {
+                Some(delta.matmul(&segments[layers[l].weight])?)
             } else {
-                grad_a = delta.clone();
-            }
+                None
+            };
             factors.push(LayerFactors {
                 input: cache.inputs[l].clone(),
                 delta,
                 positions: 1,
-                weight_segment: 2 * l,
-                bias_segment: Some(2 * l + 1),
+                weight_segment: layers[l].weight,
+                bias_segment: layers[l].bias,
             });
+            match next {
+                Some(g) => grad_a = g,
+                None => break,
+            }
         }
         factors.reverse();
         Ok(factors)

@@ -12,11 +12,12 @@ use common::{
 };
 use proptest::prelude::*;
 
-fn mlp(widths: Vec<usize>, activations: Vec<Activation>) -> Mlp {
+fn mlp(widths: Vec<usize>, activations: Vec<Activation>, bias: bool) -> Mlp {
     Mlp::new(MlpSpec {
         widths,
         activations,
         dropout: 0.0,
+        bias,
     })
     .unwrap()
 }
@@ -26,10 +27,10 @@ proptest! {
 
     #[test]
     fn per_example_grads_sum_to_the_autograd_gradient(
-        (widths, activations) in architecture(), n in 1usize..9, seed in any::<u64>(),
+        (widths, activations) in architecture(), n in 1usize..9, seed in any::<u64>(), bias in any::<bool>(),
     ) {
         let seed = Seed(seed);
-        let model = mlp(widths.clone(), activations);
+        let model = mlp(widths.clone(), activations, bias);
         let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
         let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
         let r = randn(seed.fork("r"), &[n, model.n_outputs()], DType::F64);
@@ -38,10 +39,10 @@ proptest! {
 
     #[test]
     fn jacobian_matches_central_differences(
-        (widths, activations) in architecture(), n in 1usize..5, seed in any::<u64>(),
+        (widths, activations) in architecture(), n in 1usize..5, seed in any::<u64>(), bias in any::<bool>(),
     ) {
         let seed = Seed(seed);
-        let model = mlp(widths.clone(), activations);
+        let model = mlp(widths.clone(), activations, bias);
         let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
         let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
         assert_jacobian_matches_central_differences(&model, &theta, &x, seed);
@@ -52,7 +53,11 @@ proptest! {
 fn jacobian_of_all_columns_is_the_stack_of_per_output_gradients() {
     // Row n·K + k of the full Jacobian is the per-example gradient with r = e_k.
     let seed = Seed(5);
-    let model = mlp(vec![3, 4, 3], vec![Activation::Tanh, Activation::Identity]);
+    let model = mlp(
+        vec![3, 4, 3],
+        vec![Activation::Tanh, Activation::Identity],
+        true,
+    );
     let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
     let x = randn(seed.fork("x"), &[2, 3], DType::F64);
     let cache = model.forward_cached(&theta, &x).unwrap();
@@ -78,6 +83,7 @@ fn f32_products_track_f64() {
     let model = mlp(
         vec![13, 50, 1],
         vec![Activation::Relu, Activation::Identity],
+        true,
     );
     let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
     let x = randn(seed.fork("x"), &[32, 13], DType::F64);
