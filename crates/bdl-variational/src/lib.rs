@@ -10,6 +10,7 @@
 //! [`DiagGaussian`], whose [`predictive`](DiagGaussian::predictive) is a Monte Carlo mixture.
 
 mod error;
+pub mod exact;
 mod method;
 mod posterior;
 mod train;

@@ -18,6 +18,22 @@ pub struct DiagGaussian {
 }
 
 impl DiagGaussian {
+    /// The symmetric KL divergence ½[KL(self ‖ other) + KL(other ‖ self)] between diagonal
+    /// Gaussians: ¼ Σ_j [(v₁ + (μ₁ − μ₂)²)/v₂ + (v₂ + (μ₁ − μ₂)²)/v₁ − 2].
+    pub fn symmetric_kl(&self, other: &DiagGaussian) -> f64 {
+        let terms = self
+            .mean
+            .iter()
+            .zip(&self.var)
+            .zip(other.mean.iter().zip(&other.var));
+        0.25 * terms
+            .map(|((m1, v1), (m2, v2))| {
+                let d2 = (m1 - m2).powi(2);
+                (v1 + d2) / v2 + (v2 + d2) / v1 - 2.0
+            })
+            .sum::<f64>()
+    }
+
     /// `n` draws θ = μ + σ∘ε from a seeded stream, shape `[n, D]` in `dtype`; draw i comes from
     /// the stream `seed.index(i)` alone.
     pub fn sample(&self, n: usize, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
