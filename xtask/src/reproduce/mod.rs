@@ -7,6 +7,7 @@
 
 mod laplace_toy;
 mod laplace_uci;
+mod vadam_blr;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -55,6 +56,7 @@ type Experiment = fn(&Context) -> Result<()>;
 const EXPERIMENTS: &[(&str, Experiment)] = &[
     ("laplace-toy", laplace_toy::run),
     ("laplace-uci", laplace_uci::run),
+    ("vadam-blr", vadam_blr::run),
 ];
 
 /// Runs the chosen experiments.
