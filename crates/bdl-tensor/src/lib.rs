@@ -8,6 +8,9 @@
 //!   bdl comes from a seeded ChaCha8 stream;
 //! - [`with_mat_ref`], [`to_mat`], [`from_mat`]: candle ⇄ faer, zero-copy where possible;
 //! - [`save_safetensors`], [`load_safetensors`], [`read_sidecar`]: checkpoints with a JSON sidecar;
+//! - [`GatherIndex`], [`gather_columns`], [`scatter_add_columns`]: columns gathered through a
+//!   fixed table (im2col, with empty entries for zero padding) and the adjoint scatter-add
+//!   (col2im), as differentiable candle ops;
 //! - [`check_finite`], [`check_shape`]: typed errors for bad input;
 //! - [`set_num_threads`]: the thread count of matrix products and factorisations.
 //!
@@ -16,6 +19,7 @@
 
 mod error;
 mod finite;
+mod gather;
 mod interop;
 mod io;
 mod layout;
@@ -25,6 +29,7 @@ mod threads;
 pub use candle_core::{DType, Device, Tensor};
 pub use error::{Error, Result};
 pub use finite::{check_finite, check_shape};
+pub use gather::{GatherIndex, gather_columns, scatter_add_columns};
 pub use interop::{from_mat, to_f64_vec, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};

@@ -8,12 +8,13 @@
 //! the convolution is z = a Wᵀ + b, one row per output position, with W the `[O, C, k, k]`
 //! kernel flattened row-major to `[O, C·k·k]` (PyTorch's `Conv2d`, a cross-correlation).
 //!
-//! The unfolding is a gather through an index table fixed by the geometry: one `index_select`
-//! of the input with a zero appended (where the padding points), so it is differentiable by
-//! candle's autograd. Its adjoint, col2im, scatter-adds every patch entry back to the input
-//! element it came from with the same table (`index_add`).
+//! The unfolding is a gather through a table fixed by the geometry ([`GatherIndex`], padding as
+//! empty entries), a differentiable op of bdl-tensor ([`gather_columns`]); its adjoint, col2im,
+//! scatter-adds every patch entry back to the input element it came from
+//! ([`scatter_add_columns`]).
 
-use candle_core::{Device, Tensor};
+use bdl_tensor::{GatherIndex, gather_columns, scatter_add_columns};
+use candle_core::Tensor;
 
 use super::step::FeatureMaps;
 use crate::{Error, Result};
@@ -22,15 +23,10 @@ use crate::{Error, Result};
 /// order) to `[N, P·J]` patches, P = H_out·W_out output positions (row-major) of J = C·k·k.
 #[derive(Clone, Debug)]
 pub(crate) struct Unfold {
-    /// At p·J + j, the index of the input element in column j of the patch at position p; L
-    /// (one past the input) for the zero padding.
-    index: Tensor,
-    input_len: usize,
-    /// Whether some patch entry lies in the padding (so the input needs its zero appended).
-    padded: bool,
-    out_height: usize,
+    /// At (p, j), the input element in column j of the patch at position p; empty in the
+    /// padding.
+    index: GatherIndex,
     out_width: usize,
-    patch_len: usize,
 }
 
 impl Unfold {
@@ -49,79 +45,54 @@ impl Unfold {
                 input.height, input.width
             )));
         };
-        let zero = u32::try_from(input.len()).map_err(|_| {
-            Error::InvalidConfig(format!(
-                "{} input values per example exceed u32 indices",
-                input.len()
-            ))
-        })?;
         // The input coordinate of kernel offset `k` at output coordinate `o`, if inside `size`.
         let source =
             |o: usize, k: usize, size: usize| (o + k).checked_sub(padding).filter(|&i| i < size);
-        let patch_len = input.channels * kernel * kernel;
-        let mut index = Vec::with_capacity(out_height * out_width * patch_len);
-        for y in 0..out_height {
-            for x in 0..out_width {
-                for c in 0..input.channels {
-                    for ky in 0..kernel {
-                        for kx in 0..kernel {
-                            index.push(
-                                match (source(y, ky, input.height), source(x, kx, input.width)) {
-                                    // Below `zero`, which fits a u32.
-                                    (Some(iy), Some(ix)) => input.index(c, iy, ix) as u32,
-                                    _ => zero,
-                                },
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        let padded = index.contains(&zero);
-        let len = index.len();
-        Ok(Self {
-            index: Tensor::from_vec(index, len, &Device::Cpu)?,
-            input_len: input.len(),
-            padded,
-            out_height,
-            out_width,
-            patch_len,
-        })
+        let positions = out_height * out_width;
+        let index = GatherIndex::from_fn(
+            positions,
+            input.channels * kernel * kernel,
+            input.len(),
+            |p, j| {
+                let (y, x) = (p / out_width, p % out_width);
+                let (c, ky, kx) = (j / (kernel * kernel), j / kernel % kernel, j % kernel);
+                let iy = source(y, ky, input.height)?;
+                let ix = source(x, kx, input.width)?;
+                Some(input.index(c, iy, ix))
+            },
+        )
+        .map_err(|e| Error::InvalidConfig(format!("the patch table: {e}")))?;
+        Ok(Self { index, out_width })
     }
 
     /// The output size (H_out, W_out).
     pub(crate) fn output_size(&self) -> (usize, usize) {
-        (self.out_height, self.out_width)
+        (self.positions() / self.out_width, self.out_width)
     }
 
     /// P = H_out·W_out, the number of patches per example.
     pub(crate) fn positions(&self) -> usize {
-        self.out_height * self.out_width
+        self.index.rows()
     }
 
     /// J = C·k·k, the length of a patch.
     pub(crate) fn patch_len(&self) -> usize {
-        self.patch_len
+        self.index.cols()
     }
 
     /// The patches of every row: `[N, L]` → `[N, P·J]`.
     pub(crate) fn apply(&self, u: &Tensor) -> Result<Tensor> {
-        let u = if self.padded {
-            let zeros = Tensor::zeros((u.dims()[0], 1), u.dtype(), u.device())?;
-            Tensor::cat(&[u, &zeros], 1)?
-        } else {
-            u.contiguous()?
-        };
-        Ok(u.index_select(&self.index.to_device(u.device())?, 1)?)
+        let n = u.dims()[0];
+        let patches = gather_columns(u, &self.index)?;
+        Ok(patches.reshape((n, self.positions() * self.patch_len()))?)
     }
 
     /// col2im, the adjoint: every patch entry of g added to the input element it came from,
     /// `[N, P·J]` → `[N, L]`.
     pub(crate) fn adjoint(&self, g: &Tensor) -> Result<Tensor> {
-        let width = self.input_len + usize::from(self.padded);
-        let u = Tensor::zeros((g.dims()[0], width), g.dtype(), g.device())?;
-        let u = u.index_add(&self.index.to_device(g.device())?, &g.contiguous()?, 1)?;
-        Ok(u.narrow(1, 0, self.input_len)?)
+        let n = g.dims()[0];
+        let rows = g.reshape((n * self.positions(), self.patch_len()))?;
+        Ok(scatter_add_columns(&rows, &self.index)?)
     }
 }
 
@@ -129,6 +100,7 @@ impl Unfold {
 mod tests {
     use super::*;
     use crate::cnn::step::Order;
+    use candle_core::{DType, Device};
 
     #[test]
     fn patches_are_in_channel_row_column_order_with_zero_padding() {
@@ -152,7 +124,7 @@ mod tests {
         assert_eq!(patches[4], [1., 2., 3., 4.]);
         assert_eq!(patches[8], [4., 0., 0., 0.]);
         // col2im of all-ones patches counts how many patches cover each input: all four.
-        let ones = Tensor::ones((1, 36), candle_core::DType::F64, &Device::Cpu).unwrap();
+        let ones = Tensor::ones((1, 36), DType::F64, &Device::Cpu).unwrap();
         let counts: Vec<Vec<f64>> = unfold.adjoint(&ones).unwrap().to_vec2().unwrap();
         assert_eq!(counts, [[4., 4., 4., 4.]]);
     }

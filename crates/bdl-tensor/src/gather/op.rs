@@ -1,0 +1,141 @@
+//! The gather and scatter-add as one candle custom op in two directions, each the other's
+//! backward.
+
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor, WithDType};
+use rayon::prelude::*;
+
+use super::GatherIndex;
+
+/// Below this many output elements the examples run on one thread (a parallel loop's start-up
+/// costs more than it saves).
+const PARALLEL_MIN_LEN: usize = 1 << 15;
+
+/// Which of the two adjoint maps of a [`GatherIndex`].
+#[derive(Clone, Copy)]
+pub(super) enum Direction {
+    /// G: `[N, M]` → `[N·R, C]`.
+    Gather,
+    /// Gᵀ: `[N·R, C]` → `[N, M]`.
+    ScatterAdd,
+}
+
+impl Direction {
+    /// The direction of the adjoint map.
+    fn adjoint(self) -> Self {
+        match self {
+            Self::Gather => Self::ScatterAdd,
+            Self::ScatterAdd => Self::Gather,
+        }
+    }
+}
+
+/// G or Gᵀ over one table, applied to each example's block independently.
+pub(super) struct ColumnOp {
+    pub(super) index: GatherIndex,
+    pub(super) direction: Direction,
+}
+
+impl ColumnOp {
+    /// Applies the op to a matrix of the right shape (checked by the caller), copying it first
+    /// if it is not contiguous.
+    pub(super) fn apply(self, t: &Tensor) -> candle_core::Result<Tensor> {
+        t.contiguous()?.apply_op1(self)
+    }
+
+    /// The lengths of one example's input and output blocks (both positive: the table and the
+    /// source are not empty).
+    fn block_lens(&self) -> (usize, usize) {
+        let (table, source) = (self.index.table.len(), self.index.source_len);
+        match self.direction {
+            Direction::Gather => (source, table),
+            Direction::ScatterAdd => (table, source),
+        }
+    }
+
+    /// The output for the contiguous input `src` of whole examples: one block per example.
+    fn run<T: WithDType>(&self, src: &[T]) -> Vec<T> {
+        let (in_len, out_len) = self.block_lens();
+        let mut dst = vec![T::zero(); src.len() / in_len * out_len];
+        let table = &self.index.table[..];
+        let block = |(dst, src): (&mut [T], &[T])| match self.direction {
+            Direction::Gather => gather_block(table, src, dst),
+            Direction::ScatterAdd => scatter_add_block(table, src, dst),
+        };
+        if dst.len() >= PARALLEL_MIN_LEN && crate::num_threads() > 1 {
+            dst.par_chunks_mut(out_len)
+                .zip(src.par_chunks(in_len))
+                .for_each(block);
+        } else {
+            dst.chunks_mut(out_len)
+                .zip(src.chunks(in_len))
+                .for_each(block);
+        }
+        dst
+    }
+}
+
+/// One example of G: `dst[k] = src[table[k]]`, 0 for an empty entry (the only entries past the
+/// end of `src`).
+fn gather_block<T: WithDType>(table: &[u32], src: &[T], dst: &mut [T]) {
+    for (d, &m) in dst.iter_mut().zip(table) {
+        *d = src.get(m as usize).copied().unwrap_or(T::zero());
+    }
+}
+
+/// One example of Gᵀ: `dst[table[k]] += src[k]`, empty entries dropped.
+fn scatter_add_block<T: WithDType>(table: &[u32], src: &[T], dst: &mut [T]) {
+    for (&s, &m) in src.iter().zip(table) {
+        if let Some(d) = dst.get_mut(m as usize) {
+            *d += s;
+        }
+    }
+}
+
+impl CustomOp1 for ColumnOp {
+    fn name(&self) -> &'static str {
+        match self.direction {
+            Direction::Gather => "gather_columns",
+            Direction::ScatterAdd => "scatter_add_columns",
+        }
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("{}: the input is not contiguous", self.name());
+        };
+        let out = match storage {
+            CpuStorage::F32(data) => CpuStorage::F32(self.run(&data[start..end])),
+            CpuStorage::F64(data) => CpuStorage::F64(self.run(&data[start..end])),
+            other => {
+                return Err(candle_core::Error::UnsupportedDTypeForOp(
+                    other.dtype(),
+                    self.name(),
+                ));
+            }
+        };
+        let examples = (end - start) / self.block_lens().0;
+        let (rows, cols, source) = (self.index.rows, self.index.cols, self.index.source_len);
+        let shape = match self.direction {
+            Direction::Gather => Shape::from((examples * rows, cols)),
+            Direction::ScatterAdd => Shape::from((examples, source)),
+        };
+        Ok((out, shape))
+    }
+
+    /// Both directions are linear, so the gradient of the argument is the adjoint applied to
+    /// the gradient of the result.
+    fn bwd(
+        &self,
+        _arg: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
+        let adjoint = self.index.op(self.direction.adjoint());
+        adjoint.apply(grad_res).map(Some)
+    }
+}
