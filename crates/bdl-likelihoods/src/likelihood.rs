@@ -1,12 +1,14 @@
 //! The [`Likelihood`] enum: log-likelihood, gradient and curvature with respect to the network
 //! output, and the predictive of a Gaussian over outputs.
 
-use candle_core::Tensor;
+use std::f64::consts::PI;
+
+use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::function::{FunctionGaussian, FunctionVariance};
 use crate::link::{self, ClassLink, Response};
-use crate::{Error, Predictive, Result, bernoulli, categorical, check, gaussian};
+use crate::{Error, Predictive, Result, bernoulli, categorical, check, gaussian, scalar};
 
 /// The observation model p(y | f) of a network output f ∈ ℝᴷ.
 ///
@@ -99,6 +101,75 @@ impl Likelihood {
             Self::Gaussian { sigma } => gaussian::log_lik(sigma, f, y),
             Self::Bernoulli => bernoulli::log_lik(f, y),
             Self::Categorical { classes } => categorical::log_lik(classes, f, y),
+        }
+    }
+
+    /// The targets `y` of `n` examples with `k` outputs each, decoded once into plain numbers for
+    /// [`log_lik_row`](Self::log_lik_row): row-major, one row per example, of K reals for the
+    /// Gaussian and of one class label for Bernoulli and Categorical. `y` is validated as
+    /// [`log_lik`](Self::log_lik) validates it.
+    ///
+    /// ```
+    /// use bdl_likelihoods::Likelihood;
+    /// use candle_core::{Device, Tensor};
+    /// # fn main() -> Result<(), bdl_likelihoods::Error> {
+    /// let lik = Likelihood::Categorical { classes: 3 };
+    /// let f = Tensor::new(&[[2.0f64, 0.0, -1.0], [0.0, 0.0, 0.0]], &Device::Cpu)?;
+    /// let y = Tensor::new(&[0u32, 2], &Device::Cpu)?;
+    /// let rows = lik.target_rows(&y, 2, 3)?;
+    /// assert_eq!(rows, [0.0, 2.0]);
+    /// let ll = lik.log_lik(&f, &y)?.to_vec1::<f64>()?;
+    /// assert!((lik.log_lik_row(&[0.0, 0.0, 0.0], &rows[1..]) - ll[1]).abs() < 1e-15);
+    /// # Ok(()) }
+    /// ```
+    pub fn target_rows(&self, y: &Tensor, n: usize, k: usize) -> Result<Vec<f64>> {
+        self.check()?;
+        if k == 0 || self.output_dim().is_some_and(|d| d != k) {
+            return Err(Error::Shape {
+                arg: "outputs".to_owned(),
+                expected: match self.output_dim() {
+                    Some(d) => format!("{d} outputs"),
+                    None => "at least one output".to_owned(),
+                },
+                actual: vec![k],
+            });
+        }
+        match *self {
+            Self::Gaussian { .. } => {
+                check::values(&check::real_targets(y, n, k, DType::F64, "y")?, "y")
+            }
+            Self::Bernoulli => Ok(check::labels(y, n, 2, "y")?
+                .into_iter()
+                .map(f64::from)
+                .collect()),
+            Self::Categorical { classes } => Ok(check::labels(y, n, classes, "y")?
+                .into_iter()
+                .map(f64::from)
+                .collect()),
+        }
+    }
+
+    /// log p(y | f) of one example in f64, from its K outputs `f` and its target row `y` (as
+    /// [`target_rows`](Self::target_rows) gives it): the formulas of the table above, with the
+    /// same stable forms (softplus, log-sum-exp) as [`log_lik`](Self::log_lik). For hot loops
+    /// that score many outputs against fixed targets (a Metropolis step), so nothing is checked
+    /// beyond debug assertions on the lengths.
+    pub fn log_lik_row(&self, f: &[f64], y: &[f64]) -> f64 {
+        match *self {
+            Self::Gaussian { sigma } => {
+                debug_assert_eq!(f.len(), y.len());
+                let r2: f64 = f.iter().zip(y).map(|(f, y)| (y - f) * (y - f)).sum();
+                let k = f.len() as f64;
+                -0.5 * r2 / (sigma * sigma) - 0.5 * k * (2.0 * PI * sigma * sigma).ln()
+            }
+            Self::Bernoulli => {
+                debug_assert!(f.len() == 1 && y.len() == 1);
+                y[0] * f[0] - scalar::softplus(f[0])
+            }
+            Self::Categorical { .. } => {
+                debug_assert_eq!(y.len(), 1);
+                f[y[0] as usize] - scalar::log_sum_exp(f)
+            }
         }
     }
 

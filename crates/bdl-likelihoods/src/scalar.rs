@@ -1,4 +1,5 @@
-//! Numerically stable scalar helpers in f64, for the predictive computations.
+//! Numerically stable scalar helpers in f64, for the predictive computations and the
+//! per-example log-likelihood.
 
 /// log Σᵢ exp(xᵢ), shifted by the maximum so that it neither overflows nor underflows.
 pub(crate) fn log_sum_exp(xs: &[f64]) -> f64 {
@@ -7,6 +8,12 @@ pub(crate) fn log_sum_exp(xs: &[f64]) -> f64 {
         return max;
     }
     max + xs.iter().map(|x| (x - max).exp()).sum::<f64>().ln()
+}
+
+/// softplus(x) = log(1 + eˣ) = max(x, 0) + log(1 + e^{−|x|}), without overflow or loss of the
+/// small tail.
+pub(crate) fn softplus(x: f64) -> f64 {
+    x.max(0.0) + (-x.abs()).exp().ln_1p()
 }
 
 /// softmax(xs) into `out` (same length).

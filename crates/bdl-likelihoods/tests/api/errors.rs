@@ -78,6 +78,14 @@ fn invalid_labels() {
     );
     let text = cat.log_lik(&f, &labels(&[0, 7])).unwrap_err().to_string();
     assert!(text.contains("label 7") && text.contains("row 1"), "{text}");
+    // target_rows validates as log_lik does, and checks the number of outputs.
+    let rows = cat.target_rows(&labels(&[0, 3]), 2, 3);
+    assert!(
+        matches!(rows, Err(Error::InvalidLabel { row: 1, .. })),
+        "{rows:?}"
+    );
+    let rows = cat.target_rows(&labels(&[0, 1]), 2, 4);
+    assert!(matches!(rows, Err(Error::Shape { .. })), "{rows:?}");
 }
 
 #[test]

@@ -160,6 +160,22 @@ proptest! {
         let total: f64 = values(&mle.grad_log_sigma(&f, &y).unwrap()).iter().sum();
         prop_assert!(total.abs() <= 1e-9 * (n * k) as f64, "{total}");
     }
+
+    /// The per-example scalar form equals the tensor form for every likelihood: the same
+    /// formulas in f64, summed in a possibly different order over K ≤ 5 terms of size ≤ ~50, so
+    /// they agree to 1e-13 · (1 + |log p|).
+    #[test]
+    fn log_lik_row_matches_log_lik(seed in any::<u64>(), kind in 0usize..3, k in 1usize..6, n in 1usize..5) {
+        let (lik, f, y) = random_problem(seed, kind, k, n);
+        let k = f.dim(1).unwrap();
+        let rows = lik.target_rows(&y, n, k).unwrap();
+        let width = rows.len() / n;
+        let (ll, f) = (values(&lik.log_lik(&f, &y).unwrap()), values(&f));
+        for row in 0..n {
+            let one = lik.log_lik_row(&f[row * k..(row + 1) * k], &rows[row * width..(row + 1) * width]);
+            prop_assert!(close(one, ll[row], 1e-13), "{lik:?} row {row}: {one} vs {}", ll[row]);
+        }
+    }
 }
 
 /// Closed forms at hand-checkable points.
