@@ -1,0 +1,475 @@
+//! Long chains on disk: chunked draws, exact resumption, several chains in parallel.
+//!
+//! Chain c lives in `DIR/chain-CCC/`:
+//!
+//! - `chunk-KKKKKK.safetensors`: the draws of iterations \[k·L, (k + 1)·L) (L = `chunk_len`) that
+//!   are recorded (`draws` `[S_k, D]`, with their log-targets `log_target` `[S_k]`, f64), and the
+//!   state θ after the chunk's last iteration (`state` `[D]`);
+//! - `chunk-KKKKKK.json`: the chunk's sidecar: its iterations, the seed of its proposal stream,
+//!   its per-block acceptance counts, the state's log-target;
+//! - `chain.json`: the manifest: the configuration (without the iteration count), the blocks,
+//!   and the list of complete chunks. It is rewritten (atomically) only after a chunk's files are
+//!   in place, so a chunk listed there is complete.
+//!
+//! Every chunk draws its proposals and acceptance tests from its own stream
+//! (`seed.fork("chain").index(c).fork("proposals").index(k)`) and the minibatch order is a
+//! function of the iteration, so a chunk depends only on the state at its start. Resuming after
+//! an interruption (or extending a finished chain to more iterations) reloads the last listed
+//! chunk's state and continues with the next chunk: the draws are exactly those of an
+//! uninterrupted run, none lost, none repeated. A chunk that was being written when the process
+//! stopped is not listed and is computed again.
+
+use std::path::{Path, PathBuf};
+
+use bdl_data::Dataset;
+use bdl_likelihoods::Likelihood;
+use bdl_models::{Mlp, Model};
+use bdl_tensor::Seed;
+use candle_core::{DType, Device, Tensor};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+
+use crate::sampler::Engine;
+use crate::{Acceptance, Block, ChainConfig, Error, Precision, Real, Result, State};
+
+const FORMAT: &str = "bdl-mcmc chain v1";
+
+/// The folder of chain `chain` under `dir`.
+pub fn chain_dir(dir: &Path, chain: usize) -> PathBuf {
+    dir.join(format!("chain-{chain:03}"))
+}
+
+fn chunk_path(chain_dir: &Path, chunk: u64) -> PathBuf {
+    chain_dir.join(format!("chunk-{chunk:06}.safetensors"))
+}
+
+/// The manifest `chain.json`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct Manifest {
+    format: String,
+    chain: usize,
+    /// The configuration with `iterations` cleared.
+    config: ChainConfig,
+    n_params: usize,
+    n_examples: usize,
+    blocks: Vec<Block>,
+    chunks: Vec<ChunkEntry>,
+}
+
+/// One complete chunk: iterations \[start, end).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct ChunkEntry {
+    start: u64,
+    end: u64,
+}
+
+/// The JSON sidecar of a chunk file.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+struct ChunkSidecar {
+    format: String,
+    chain: usize,
+    chunk: u64,
+    start: u64,
+    end: u64,
+    /// The seed of the chunk's proposal stream.
+    seed: Seed,
+    /// The chunk's own acceptance counts.
+    acceptance: Acceptance,
+    /// ℓ̂ + log p of the state after the chunk (what the next sweep compares against).
+    log_target: Option<f64>,
+}
+
+/// Progress of a running chain, reported after every chunk.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ChunkReport {
+    /// The chain.
+    pub chain: usize,
+    /// Iterations completed (and on disk).
+    pub done: u64,
+    /// Iterations requested.
+    pub iterations: u64,
+}
+
+/// The outcome of [`run_chain`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChainReport {
+    /// The chain.
+    pub chain: usize,
+    /// Its folder.
+    pub dir: PathBuf,
+    /// The iteration it was resumed at (0 for a fresh chain).
+    pub resumed_at: u64,
+    /// Iterations on disk.
+    pub iterations: u64,
+}
+
+fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
+    let bytes = std::fs::read(path).map_err(|source| bdl_tensor::Error::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(
+        serde_json::from_slice(&bytes).map_err(|source| bdl_tensor::Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?,
+    )
+}
+
+/// Runs chains 0..`chains` in parallel (rayon, one chain per task) under `dir`, resuming any
+/// that were interrupted; `progress` is called after every chunk of every chain.
+///
+/// The sampler's own evaluation is single-threaded; call
+/// [`bdl_tensor::set_num_threads`]`(1)` at the start of `main` so that candle does not thread
+/// the few tensor operations (initialisation, loading) either.
+pub fn run_chains(
+    mlp: &Mlp,
+    likelihood: Likelihood,
+    train: &Dataset,
+    config: &ChainConfig,
+    dir: &Path,
+    chains: usize,
+    progress: &(dyn Fn(ChunkReport) + Sync),
+) -> Result<Vec<ChainReport>> {
+    (0..chains)
+        .into_par_iter()
+        .map(|c| run_chain(mlp, likelihood, train, config, dir, c, progress))
+        .collect()
+}
+
+/// Runs (or resumes, or extends) chain `chain` under `dir` to `config.iterations` iterations.
+///
+/// ```
+/// use bdl_data::toy::{self, NoisyXor};
+/// use bdl_likelihoods::Likelihood;
+/// use bdl_mcmc::{BatchMode, Blocking, Chain, ChainConfig, GibbsConfig, Keep, ProposalVariance};
+/// use bdl_models::{Activation, Mlp, MlpSpec};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (train, test) = toy::noisy_xor(&bdl_data::root::fixtures(), NoisyXor::Small)?;
+/// let mlp = Mlp::new(MlpSpec::new(&[2, 2, 1], Activation::Sigmoid))?;
+/// let gibbs = GibbsConfig::new(Blocking::Node, ProposalVariance::Common(0.04), BatchMode::Minibatch(100));
+/// let config = ChainConfig { iterations: 40, chunk_len: 20, ..ChainConfig::new(gibbs) };
+/// let dir = std::env::temp_dir().join(format!("bdl-mcmc-doc-{}", std::process::id()));
+/// let report = bdl_mcmc::run_chain(&mlp, Likelihood::Bernoulli, &train, &config, &dir, 0, &|_| {})?;
+/// assert_eq!(report.iterations, 40);
+/// let chain = Chain::open(&report.dir)?;
+/// let draws = chain.draws(&Keep { burn_in: 20, ..Keep::default() })?;
+/// assert_eq!(draws.params.dims(), &[20, 9]);
+/// let predictive = bdl_mcmc::predictive(&mlp, &Likelihood::Bernoulli, &draws.params, test.x())?;
+/// assert_eq!(predictive.probs()?.dims(), &[test.len(), 2]);
+/// # std::fs::remove_dir_all(dir)?;
+/// # Ok(()) }
+/// ```
+pub fn run_chain(
+    mlp: &Mlp,
+    likelihood: Likelihood,
+    train: &Dataset,
+    config: &ChainConfig,
+    dir: &Path,
+    chain: usize,
+    progress: &(dyn Fn(ChunkReport) + Sync),
+) -> Result<ChainReport> {
+    config.check()?;
+    match config.precision {
+        Precision::F32 => run_typed::<f32>(mlp, likelihood, train, config, dir, chain, progress),
+        Precision::F64 => run_typed::<f64>(mlp, likelihood, train, config, dir, chain, progress),
+    }
+}
+
+fn run_typed<T: Real>(
+    mlp: &Mlp,
+    likelihood: Likelihood,
+    train: &Dataset,
+    config: &ChainConfig,
+    dir: &Path,
+    chain: usize,
+    progress: &(dyn Fn(ChunkReport) + Sync),
+) -> Result<ChainReport> {
+    let seed = config.seed.fork("chain").index(chain as u64);
+    let cdir = chain_dir(dir, chain);
+    let manifest_path = cdir.join("chain.json");
+    let n_params = mlp.layout().len();
+    let fresh = Manifest {
+        format: FORMAT.to_owned(),
+        chain,
+        config: config.identity(),
+        n_params,
+        n_examples: train.len(),
+        blocks: config.gibbs.kernel(mlp.layout())?.blocks().to_vec(),
+        chunks: Vec::new(),
+    };
+    let mut manifest = if manifest_path.exists() {
+        let found: Manifest = read_json(&manifest_path)?;
+        let settings = Manifest {
+            chunks: Vec::new(),
+            ..found.clone()
+        };
+        if settings != fresh {
+            return Err(Error::Chain {
+                path: cdir,
+                reason: "written by another configuration, model or data set; use another folder"
+                    .into(),
+            });
+        }
+        found
+    } else {
+        fresh
+    };
+    // A short last chunk (the end of a shorter run) is computed again when the chain is extended.
+    if manifest
+        .chunks
+        .last()
+        .is_some_and(|c| c.end - c.start < config.chunk_len && c.end < config.iterations)
+    {
+        manifest.chunks.pop();
+    }
+    let state = match manifest.chunks.len() {
+        0 => {
+            let sd = config.gibbs.prior_variance.sqrt();
+            let mut rng = seed.fork("init").rng();
+            let theta = bdl_tensor::normal(&mut rng, n_params, 0.0, sd, T::DTYPE, &Device::Cpu)?;
+            State::new(theta.to_vec1::<T>()?)
+        }
+        k => {
+            let path = chunk_path(&cdir, k as u64 - 1);
+            let sidecar: ChunkSidecar = bdl_tensor::read_sidecar(&path)?;
+            let tensors = bdl_tensor::load_safetensors(&path, &Device::Cpu)?;
+            let theta = tensors.get("state").ok_or_else(|| Error::Chain {
+                path: path.clone(),
+                reason: "no `state` tensor".into(),
+            })?;
+            State {
+                theta: theta.to_dtype(T::DTYPE)?.to_vec1()?,
+                log_target: sidecar.log_target,
+            }
+        }
+    };
+    let resumed_at = manifest.chunks.last().map_or(0, |c| c.end);
+    let mut engine = Engine::new(mlp, likelihood, train, &config.gibbs, state, seed)?;
+    let mut start = resumed_at;
+    while start < config.iterations {
+        let k = manifest.chunks.len() as u64;
+        let end = ((k + 1) * config.chunk_len).min(config.iterations);
+        let chunk_seed = seed.fork("proposals").index(k);
+        let mut rng = chunk_seed.rng();
+        let (mut draws, mut log_targets) = (Vec::new(), Vec::new());
+        for t in start..end {
+            engine.iterate(t, &mut rng)?;
+            if (t + 1).is_multiple_of(config.record_every) {
+                draws.extend_from_slice(engine.state().theta());
+                log_targets.push(engine.state().log_target().unwrap_or(f64::NAN));
+            }
+        }
+        let sidecar = ChunkSidecar {
+            format: FORMAT.to_owned(),
+            chain,
+            chunk: k,
+            start,
+            end,
+            seed: chunk_seed,
+            acceptance: engine.take_acceptance(),
+            log_target: engine.state().log_target(),
+        };
+        let theta = engine.state().theta();
+        let mut tensors = vec![(
+            "state".to_owned(),
+            Tensor::from_slice(theta, n_params, &Device::Cpu)?,
+        )];
+        if !log_targets.is_empty() {
+            let s = log_targets.len();
+            tensors.push((
+                "draws".to_owned(),
+                Tensor::from_vec(draws, (s, n_params), &Device::Cpu)?,
+            ));
+            tensors.push((
+                "log_target".to_owned(),
+                Tensor::from_vec(log_targets, s, &Device::Cpu)?,
+            ));
+        }
+        bdl_tensor::save_safetensors(&chunk_path(&cdir, k), &tensors, Some(&sidecar))?;
+        manifest.chunks.push(ChunkEntry { start, end });
+        let json =
+            serde_json::to_vec_pretty(&manifest).map_err(|source| bdl_tensor::Error::Json {
+                path: manifest_path.clone(),
+                source,
+            })?;
+        bdl_tensor::write_atomically(&manifest_path, &json)?;
+        progress(ChunkReport {
+            chain,
+            done: end,
+            iterations: config.iterations,
+        });
+        start = end;
+    }
+    Ok(ChainReport {
+        chain,
+        dir: cdir,
+        resumed_at,
+        iterations: manifest.chunks.last().map_or(0, |c| c.end),
+    })
+}
+
+/// Which stored draws to use: iteration t (from 0; the draw after sweep t) is kept when
+/// t ≥ `burn_in`, t ≥ T − `last` (T the chain's length), and (t + 1) is a multiple of `thin`,
+/// among the draws the chain recorded.
+///
+/// The paper's protocol: 110,000 iterations, the last 10,000 for prediction:
+/// `Keep { last: Some(10_000), ..Keep::default() }`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Keep {
+    /// Iterations discarded at the start.
+    pub burn_in: u64,
+    /// Keep every `thin`-th iteration (≥ 1).
+    pub thin: u64,
+    /// Only the last this many iterations.
+    pub last: Option<u64>,
+}
+
+impl Default for Keep {
+    fn default() -> Self {
+        Self {
+            burn_in: 0,
+            thin: 1,
+            last: None,
+        }
+    }
+}
+
+impl Keep {
+    /// Whether iteration `t` of a chain of `total` iterations is kept.
+    pub fn keeps(&self, t: u64, total: u64) -> bool {
+        t >= self.burn_in
+            && self.last.is_none_or(|k| t + k >= total)
+            && (t + 1).is_multiple_of(self.thin.max(1))
+    }
+}
+
+/// Draws selected from a chain.
+#[derive(Clone, Debug)]
+pub struct Draws {
+    /// The iteration of each draw.
+    pub iterations: Vec<u64>,
+    /// The draws, `[S, D]`, in the chain's dtype.
+    pub params: Tensor,
+}
+
+/// A chain on disk, for reading.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    dir: PathBuf,
+    manifest: Manifest,
+}
+
+impl Chain {
+    /// Opens the chain in `dir` (a folder `chain-CCC` written by [`run_chain`]).
+    pub fn open(dir: &Path) -> Result<Self> {
+        let manifest: Manifest = read_json(&dir.join("chain.json"))?;
+        if manifest.format != FORMAT {
+            return Err(Error::Chain {
+                path: dir.to_path_buf(),
+                reason: format!("unknown format `{}`", manifest.format),
+            });
+        }
+        Ok(Self {
+            dir: dir.to_path_buf(),
+            manifest,
+        })
+    }
+
+    /// The iterations on disk.
+    pub fn iterations(&self) -> u64 {
+        self.manifest.chunks.last().map_or(0, |c| c.end)
+    }
+
+    /// The configuration (with the iteration count cleared).
+    pub fn config(&self) -> &ChainConfig {
+        &self.manifest.config
+    }
+
+    /// The blocks, in sweep order.
+    pub fn blocks(&self) -> &[Block] {
+        &self.manifest.blocks
+    }
+
+    /// The kept draws (see [`Keep`]), from every chunk that holds one.
+    pub fn draws(&self, keep: &Keep) -> Result<Draws> {
+        if keep.thin == 0 {
+            return Err(Error::InvalidConfig("Keep::thin must be at least 1".into()));
+        }
+        let (total, every) = (self.iterations(), self.manifest.config.record_every);
+        let dtype = self.manifest.config.precision.dtype();
+        let (mut iterations, mut parts) = (Vec::new(), Vec::new());
+        for (k, chunk) in self.manifest.chunks.iter().enumerate() {
+            let recorded: Vec<u64> = (chunk.start..chunk.end)
+                .filter(|t| (t + 1).is_multiple_of(every))
+                .collect();
+            let rows: Vec<u32> = (0..recorded.len() as u32)
+                .filter(|&r| keep.keeps(recorded[r as usize], total))
+                .collect();
+            if rows.is_empty() {
+                continue;
+            }
+            let path = chunk_path(&self.dir, k as u64);
+            let draws = self.tensor(&path, "draws", &[recorded.len(), self.manifest.n_params])?;
+            iterations.extend(rows.iter().map(|&r| recorded[r as usize]));
+            let index = Tensor::new(rows, &Device::Cpu)?;
+            parts.push(draws.index_select(&index, 0)?);
+        }
+        let params = if parts.is_empty() {
+            Tensor::zeros((0, self.manifest.n_params), dtype, &Device::Cpu)?
+        } else {
+            Tensor::cat(&parts, 0)?
+        };
+        Ok(Draws { iterations, params })
+    }
+
+    /// The acceptance counts of the chunks that start at or after iteration `from` (the paper
+    /// reports rates after a burn-in), with the first iteration they cover.
+    pub fn acceptance(&self, from: u64) -> Result<(Acceptance, u64)> {
+        let mut total = Acceptance::new(self.manifest.blocks.len());
+        let mut first = None;
+        for (k, chunk) in self.manifest.chunks.iter().enumerate() {
+            if chunk.start >= from {
+                let sidecar: ChunkSidecar =
+                    bdl_tensor::read_sidecar(&chunk_path(&self.dir, k as u64))?;
+                total.add(&sidecar.acceptance);
+                first.get_or_insert(chunk.start);
+            }
+        }
+        Ok((total, first.unwrap_or(self.iterations())))
+    }
+
+    /// The log-target ℓ̂(θ_t) + log p(θ_t) of every recorded draw (on its iteration's batch;
+    /// the trace plot), with the iterations.
+    pub fn log_target_trace(&self) -> Result<(Vec<u64>, Vec<f64>)> {
+        let every = self.manifest.config.record_every;
+        let (mut iterations, mut values) = (Vec::new(), Vec::new());
+        for (k, chunk) in self.manifest.chunks.iter().enumerate() {
+            let recorded: Vec<u64> = (chunk.start..chunk.end)
+                .filter(|t| (t + 1).is_multiple_of(every))
+                .collect();
+            if recorded.is_empty() {
+                continue;
+            }
+            let path = chunk_path(&self.dir, k as u64);
+            values.extend(
+                self.tensor(&path, "log_target", &[recorded.len()])?
+                    .to_dtype(DType::F64)?
+                    .to_vec1::<f64>()?,
+            );
+            iterations.extend(recorded);
+        }
+        Ok((iterations, values))
+    }
+
+    /// Tensor `name` of the chunk file `path`, checked to have `shape`.
+    fn tensor(&self, path: &Path, name: &str, shape: &[usize]) -> Result<Tensor> {
+        let mut tensors = bdl_tensor::load_safetensors(path, &Device::Cpu)?;
+        let t = tensors.remove(name).ok_or_else(|| Error::Chain {
+            path: path.to_path_buf(),
+            reason: format!("no `{name}` tensor"),
+        })?;
+        bdl_tensor::check_shape(&t, shape, &format!("{}: `{name}`", path.display()))?;
+        Ok(t)
+    }
+}
