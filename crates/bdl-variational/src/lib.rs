@@ -18,4 +18,4 @@ mod train;
 pub use error::{Error, Result};
 pub use method::Method;
 pub use posterior::DiagGaussian;
-pub use train::{VariationalConfig, VariationalFit, fit};
+pub use train::{VariationalConfig, VariationalFit, fit, fit_monitored};

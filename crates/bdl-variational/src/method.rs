@@ -16,7 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::{DiagGaussian, Error, Result};
 
 /// A variational method and its hyper-parameters.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -259,6 +259,14 @@ impl State {
                 _ => (n * (s + lt)).sqrt().recip(),
             })
             .collect()
+    }
+
+    /// q(θ) = N(μ, diag σ²) as it stands.
+    pub(crate) fn posterior(&self) -> DiagGaussian {
+        DiagGaussian {
+            mean: self.mu.clone(),
+            var: self.sigma().iter().map(|s| s * s).collect(),
+        }
     }
 
     /// One update with the step size scaled by `lr_scale` (a decay schedule).

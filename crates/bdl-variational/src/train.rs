@@ -106,6 +106,22 @@ pub fn fit(
     y: &Tensor,
     config: &VariationalConfig,
 ) -> Result<VariationalFit> {
+    fit_monitored(model, mu0, likelihood, x, y, config, |_, _| ())
+}
+
+/// [`fit`], calling `on_epoch(epoch, q)` after every epoch (from 0) with the posterior q reached
+/// so far (e.g. to record a test metric against epochs); the last call sees the returned
+/// posterior. The callback does not touch the random streams: the fit is the same with any
+/// callback.
+pub fn fit_monitored(
+    model: &impl Model,
+    mu0: &Tensor,
+    likelihood: Likelihood,
+    x: &Tensor,
+    y: &Tensor,
+    config: &VariationalConfig,
+    mut on_epoch: impl FnMut(usize, &DiagGaussian),
+) -> Result<VariationalFit> {
     config.check()?;
     likelihood.check()?;
     model.layout().check_flat(mu0)?;
@@ -130,7 +146,7 @@ pub fn fit(
     let mut noise = config.seed.fork("perturbation").rng();
     let mut nll = Vec::with_capacity(config.epochs);
     let mut step = 0usize;
-    for _ in 0..config.epochs {
+    for epoch in 0..config.epochs {
         order.shuffle(&mut shuffle);
         for chunk in order.chunks(config.batch_size) {
             let idx: Vec<u32> = chunk.iter().map(|&i| i as u32).collect();
@@ -186,13 +202,10 @@ pub fn fit(
         let mu = Tensor::from_vec(state.mu.clone(), d, device)?.to_dtype(dtype)?;
         let ll = bdl_tensor::to_f64_vec(&likelihood.log_lik(&model.forward(&mu, x)?, y)?)?;
         nll.push(-ll.iter().sum::<f64>() / n as f64);
+        on_epoch(epoch, &state.posterior());
     }
-    let var = state.sigma().iter().map(|s| s * s).collect();
     Ok(VariationalFit {
-        posterior: DiagGaussian {
-            mean: state.mu,
-            var,
-        },
+        posterior: state.posterior(),
         nll,
     })
 }

@@ -5,7 +5,7 @@
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Mlp, MlpSpec};
 use bdl_tensor::Seed;
-use bdl_variational::{Method, VariationalConfig, fit};
+use bdl_variational::{Method, VariationalConfig, fit, fit_monitored};
 use candle_core::{DType, Device, Tensor};
 
 const SIGMA: f64 = 0.5;
@@ -172,6 +172,35 @@ fn the_same_seed_gives_the_same_posterior() {
         config.seed = Seed(9);
         assert_ne!(a, run(&p, &config).posterior);
     }
+}
+
+#[test]
+fn the_epoch_callback_sees_each_epoch_and_changes_nothing() {
+    // Every epoch once, in order; the last call sees the returned posterior; the fit is the one
+    // without a callback (the callback draws nothing from the streams).
+    let p = problem();
+    let mut config = VariationalConfig::new(Method::vadam(0.05), LAMBDA, 7, 8);
+    config.mc_samples = 2;
+    let mu0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
+    let mut seen = Vec::new();
+    let monitored = fit_monitored(
+        &p.model,
+        &mu0,
+        Likelihood::Gaussian { sigma: SIGMA },
+        &p.x,
+        &p.y,
+        &config,
+        |epoch, q| seen.push((epoch, q.clone())),
+    )
+    .unwrap();
+    assert_eq!(
+        seen.iter().map(|s| s.0).collect::<Vec<_>>(),
+        (0..7).collect::<Vec<_>>()
+    );
+    assert_eq!(seen[6].1, monitored.posterior);
+    assert_ne!(seen[0].1, monitored.posterior);
+    assert_eq!(monitored.posterior, run(&p, &config).posterior);
+    assert_eq!(monitored.nll, run(&p, &config).nll);
 }
 
 #[test]

@@ -8,6 +8,7 @@
 mod laplace_toy;
 mod laplace_uci;
 mod vadam_blr;
+mod vadam_uci;
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -57,6 +58,7 @@ const EXPERIMENTS: &[(&str, Experiment)] = &[
     ("laplace-toy", laplace_toy::run),
     ("laplace-uci", laplace_uci::run),
     ("vadam-blr", vadam_blr::run),
+    ("vadam-uci", vadam_uci::run),
 ];
 
 /// Runs the chosen experiments.
