@@ -5,6 +5,8 @@
 //! and its SVG plots. The quick profile runs on the data shipped in `fixtures/` in minutes; the
 //! paper profile uses the papers' settings on the data that `cargo xtask fetch` installs.
 
+mod gibbs_mnist;
+mod gibbs_xor;
 mod laplace_toy;
 mod laplace_uci;
 mod vadam_blr;
@@ -55,6 +57,8 @@ type Experiment = fn(&Context) -> Result<()>;
 
 /// Every experiment, by name.
 const EXPERIMENTS: &[(&str, Experiment)] = &[
+    ("gibbs-mnist", gibbs_mnist::run),
+    ("gibbs-xor", gibbs_xor::run),
     ("laplace-toy", laplace_toy::run),
     ("laplace-uci", laplace_uci::run),
     ("vadam-blr", vadam_blr::run),
