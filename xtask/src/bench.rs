@@ -24,7 +24,8 @@ pub(crate) struct BenchArgs {
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     bdl_tensor::set_num_threads(1);
     println!(
-        "benchmark (1 thread; median of repeated runs)                 ours       naive    speed-up"
+        "{:<92} {:>12} {:>12} {:>8}",
+        "benchmark (1 thread; medians of repeated runs)", "ours", "naive", "speed-up"
     );
     for batch in [32, 1000] {
         sum_sq_grads(batch)?;
@@ -36,6 +37,22 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     if args.subnet > 0 {
         large_subnetwork(args.subnet)?;
     }
+    Ok(())
+}
+
+/// Times `ours` and `naive` (medians) and prints one row: the label, both times and the ratio.
+fn compare(
+    label: &str,
+    ours: impl FnMut() -> Result<()>,
+    naive: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let (t_ours, t_naive) = (median_time(ours)?, median_time(naive)?);
+    println!(
+        "{label:<92} {:>9.3} ms {:>9.3} ms {:>7.1}×",
+        t_ours.as_secs_f64() * 1e3,
+        t_naive.as_secs_f64() * 1e3,
+        t_naive.as_secs_f64() / t_ours.as_secs_f64()
+    );
     Ok(())
 }
 
@@ -109,15 +126,11 @@ fn sum_sq_grads(batch: usize) -> Result<()> {
         "the two computations disagree: {diff} (scale {scale})"
     );
 
-    let t_ours = median_time(|| ours().map(drop))?;
-    let t_naive = median_time(|| naive().map(drop))?;
-    println!(
-        "Σ g∘g, MLP 13-50-1, batch {batch:>4}: (a,δ) products vs loop  {:>9.3} ms {:>9.3} ms {:>9.1}×",
-        t_ours.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() / t_ours.as_secs_f64()
-    );
-    Ok(())
+    compare(
+        &format!("Σ g∘g, MLP 13-50-1, batch {batch:>4}: (a,δ) products vs loop"),
+        || ours().map(drop),
+        || naive().map(drop),
+    )
 }
 
 /// Σ_n g_n∘g_n for LeNet-5 on 128 MNIST images of the shipped fixture in f32 (softmax
@@ -178,15 +191,11 @@ fn cnn_sum_sq_grads() -> Result<()> {
         );
     }
 
-    let t_ours = median_time(|| ours().map(drop))?;
-    let t_naive = median_time(|| naive().map(drop))?;
-    println!(
-        "Σ g∘g, LeNet-5, batch {batch:>4}: (a,δ) products vs loop      {:>9.3} ms {:>9.3} ms {:>9.1}×",
-        t_ours.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() / t_ours.as_secs_f64()
-    );
-    Ok(())
+    compare(
+        &format!("Σ g∘g, LeNet-5, batch {batch:>4}: (a,δ) products vs loop"),
+        || ours().map(drop),
+        || naive().map(drop),
+    )
 }
 
 /// GGN Laplace (GGN + Cholesky) over `s` parameters of an MLP 8-50-50-1 on 1,000 points in f64
@@ -252,15 +261,13 @@ fn ggn_laplace(s: Option<usize>) -> Result<()> {
         (a - b).abs() <= 1e-8 * b.abs(),
         "log det differs: {a} vs {b}"
     );
-    let t_ours = median_time(|| ours().map(drop))?;
-    let t_naive = median_time(|| naive().map(drop))?;
-    println!(
-        "GGN Laplace, s = {s:>4} of D = {d} (MLP 8-50-50-1), 1000 points vs D-wide Jacobian {:>9.1} ms {:>9.1} ms {:>9.1}×",
-        t_ours.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() / t_ours.as_secs_f64()
-    );
-    Ok(())
+    compare(
+        &format!(
+            "GGN Laplace, s = {s:>4} of D = {d} (MLP 8-50-50-1), 1000 points vs D-wide Jacobian"
+        ),
+        || ours().map(drop),
+        || naive().map(drop),
+    )
 }
 
 /// One sweep of node blocks (40 blocks) of the MNIST MLP 784-10-10-10-10 (sigmoid, softmax
@@ -332,27 +339,25 @@ fn gibbs_node_sweep() -> Result<()> {
     );
 
     let (mut t, mut rng_ours, mut rng_naive) = (1, rng.clone(), rng);
-    let t_ours = median_time(|| {
-        t += 1;
-        Ok(ours.iterate(t, &mut rng_ours)?)
-    })?;
-    let t_naive = median_time(|| {
-        Ok(kernel.sweep(
-            &mut naive,
-            &mut state,
-            &mut rng_naive,
-            &mut acceptance,
-            0,
-            true,
-        )?)
-    })?;
-    println!(
-        "Gibbs node-block sweep, MLP 784-10-10-10-10, batch {batch}: incremental vs full forward per block {:>9.3} ms {:>9.3} ms {:>9.1}×",
-        t_ours.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() / t_ours.as_secs_f64()
-    );
-    Ok(())
+    compare(
+        &format!(
+            "Gibbs node-block sweep, MLP 784-10-10-10-10, batch {batch}: incremental vs full forward per block"
+        ),
+        || {
+            t += 1;
+            Ok(ours.iterate(t, &mut rng_ours)?)
+        },
+        || {
+            Ok(kernel.sweep(
+                &mut naive,
+                &mut state,
+                &mut rng_naive,
+                &mut acceptance,
+                0,
+                true,
+            )?)
+        },
+    )
 }
 
 /// The peak resident memory of this process so far (VmHWM), in bytes, where Linux reports it.
