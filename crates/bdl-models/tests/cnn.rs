@@ -5,10 +5,10 @@ mod common;
 
 use bdl_models::{Activation, Cnn, CnnSpec, ConvSpec, Error, Model};
 use bdl_tensor::Seed;
-use candle_core::{DType, Device, Tensor, Var};
+use candle_core::{DType, Device, Tensor};
 use common::{
-    activation, assert_close, assert_jacobian_matches_central_differences,
-    assert_per_example_products, randn, values,
+    activation, assert_close, assert_dropout_is_seeded_and_backpropagated,
+    assert_jacobian_matches_central_differences, assert_per_example_products, randn, values,
 };
 use proptest::prelude::*;
 
@@ -310,46 +310,12 @@ fn dropout_masks_only_the_hidden_dense_units_and_is_backpropagated() {
     let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
     let x = images(&model, 5, seed.fork("x"));
     let r = randn(seed.fork("r"), &[5, 3], DType::F64);
-    let run = |s: Seed| {
-        model
-            .forward_cached_with(&theta, &x, Some(&mut s.rng()))
-            .unwrap()
-    };
-    let (a, b, c) = (run(Seed(1)), run(Seed(1)), run(Seed(2)));
-    assert_eq!(values(&a.output), values(&b.output));
-    assert_ne!(values(&a.output), values(&c.output));
-    let masked: Vec<bool> = a.masks.iter().map(Option::is_some).collect();
+    let cache = assert_dropout_is_seeded_and_backpropagated(&model, &theta, &x, &r);
+    let masked: Vec<bool> = cache.masks.iter().map(Option::is_some).collect();
     assert_eq!(
         masked,
         [false, false, true, false],
         "only the hidden dense layer"
-    );
-    assert!(
-        model
-            .forward_cached(&theta, &x)
-            .unwrap()
-            .masks
-            .iter()
-            .all(Option::is_none)
-    );
-
-    // The backward pass through the masks equals autograd through the same masked forward.
-    let var = Var::from_tensor(&theta).unwrap();
-    let cache = model
-        .forward_cached_with(var.as_tensor(), &x, Some(&mut Seed(1).rng()))
-        .unwrap();
-    let loss = (&cache.output * &r).unwrap().sum_all().unwrap();
-    let expected = loss
-        .backward()
-        .unwrap()
-        .get(var.as_tensor())
-        .unwrap()
-        .clone();
-    assert_close(
-        &model.backward(&theta, &cache, &r).unwrap(),
-        &expected,
-        RTOL,
-        ATOL,
     );
 }
 

@@ -5,10 +5,10 @@ mod common;
 
 use bdl_models::{Activation, Mlp, MlpSpec, Model};
 use bdl_tensor::Seed;
-use candle_core::{DType, Device, Tensor, Var};
+use candle_core::{DType, Device, Tensor};
 use common::{
-    architecture, assert_close, assert_jacobian_matches_central_differences,
-    assert_per_example_products, randn, values,
+    architecture, assert_close, assert_dropout_is_seeded_and_backpropagated,
+    assert_jacobian_matches_central_differences, assert_per_example_products, randn, values,
 };
 use proptest::prelude::*;
 
@@ -110,46 +110,10 @@ fn dropout_masks_are_seeded_and_backpropagated() {
     let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
     let x = randn(seed.fork("x"), &[6, 4], DType::F64);
     let r = randn(seed.fork("r"), &[6, 2], DType::F64);
-    let run = |s: Seed| {
-        model
-            .forward_cached_with(&theta, &x, Some(&mut s.rng()))
-            .unwrap()
-    };
-    let (a, b, c) = (run(Seed(1)), run(Seed(1)), run(Seed(2)));
-    assert_eq!(values(&a.output), values(&b.output));
-    assert_ne!(values(&a.output), values(&c.output));
+    let cache = assert_dropout_is_seeded_and_backpropagated(&model, &theta, &x, &r);
     assert!(
-        a.masks[0].is_some() && a.masks[2].is_none(),
+        cache.masks[0].is_some() && cache.masks[2].is_none(),
         "no dropout on the output layer"
-    );
-    // Without a stream, dropout is off.
-    assert!(
-        model
-            .forward_cached(&theta, &x)
-            .unwrap()
-            .masks
-            .iter()
-            .all(Option::is_none)
-    );
-
-    // The backward pass through the masks equals autograd through the same masked forward.
-    let var = Var::from_tensor(&theta).unwrap();
-    let cache = model
-        .forward_cached_with(var.as_tensor(), &x, Some(&mut Seed(1).rng()))
-        .unwrap();
-    let loss = (&cache.output * &r).unwrap().sum_all().unwrap();
-    let expected = loss
-        .backward()
-        .unwrap()
-        .get(var.as_tensor())
-        .unwrap()
-        .clone();
-    // Same sums in another order: 1e-10 relative, as in `assert_per_example_products`.
-    assert_close(
-        &model.backward(&theta, &cache, &r).unwrap(),
-        &expected,
-        1e-10,
-        1e-12,
     );
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use bdl_models::{Activation, Model};
+use bdl_models::{Activation, Cache, Model};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor, Var};
 use proptest::prelude::*;
@@ -155,4 +155,48 @@ pub fn assert_jacobian_matches_central_differences(
             );
         }
     }
+}
+
+/// Dropout through `forward_cached_with`: the same stream gives the same masks and another stream
+/// other masks, no stream means no dropout, and the backward pass through the masks equals
+/// autograd through the same masked forward (tolerance as in [`assert_per_example_products`]).
+/// Returns the cache of a masked pass, for the model-specific checks of where the masks are.
+pub fn assert_dropout_is_seeded_and_backpropagated(
+    model: &impl Model,
+    theta: &Tensor,
+    x: &Tensor,
+    r: &Tensor,
+) -> Cache {
+    let run = |s: Seed| {
+        model
+            .forward_cached_with(theta, x, Some(&mut s.rng()))
+            .unwrap()
+    };
+    let (a, b, c) = (run(Seed(1)), run(Seed(1)), run(Seed(2)));
+    assert_eq!(values(&a.output), values(&b.output));
+    assert_ne!(values(&a.output), values(&c.output));
+    let plain = model.forward_cached(theta, x).unwrap();
+    assert!(
+        plain.masks.iter().all(Option::is_none),
+        "no stream, no dropout"
+    );
+
+    let var = Var::from_tensor(theta).unwrap();
+    let cache = model
+        .forward_cached_with(var.as_tensor(), x, Some(&mut Seed(1).rng()))
+        .unwrap();
+    let loss = (&cache.output * r).unwrap().sum_all().unwrap();
+    let expected = loss
+        .backward()
+        .unwrap()
+        .get(var.as_tensor())
+        .unwrap()
+        .clone();
+    assert_close(
+        &model.backward(theta, &cache, r).unwrap(),
+        &expected,
+        1e-10,
+        1e-12,
+    );
+    a
 }
