@@ -141,17 +141,8 @@ fn sum_sq_grads(batch: usize) -> Result<()> {
 fn cnn_sum_sq_grads() -> Result<()> {
     let batch = 128;
     let device = Device::Cpu;
-    let data = bdl_data::mnist::load(
-        &bdl_data::root::fixtures(),
-        bdl_data::mnist::Collection::Mnist,
-        bdl_data::mnist::Part::Train,
-    )?;
-    ensure!(
-        data.len() >= batch,
-        "the MNIST fixture has {} images",
-        data.len()
-    );
-    let (x, y) = (data.x().narrow(0, 0, batch)?, data.y().narrow(0, 0, batch)?);
+    let data = mnist_fixture(batch)?;
+    let (x, y) = (data.x().clone(), data.y().clone());
     let model = Cnn::lenet5(10)?;
     let theta = model.init(Seed(0), DType::F32, &device)?;
     let likelihood = Likelihood::Categorical { classes: 10 };
@@ -280,17 +271,7 @@ fn gibbs_node_sweep() -> Result<()> {
     use bdl_mcmc::{Acceptance, BatchMode, Blocking, GibbsConfig, ProposalVariance, State};
     let batch = 600;
     let device = Device::Cpu;
-    let data = bdl_data::mnist::load(
-        &bdl_data::root::fixtures(),
-        bdl_data::mnist::Collection::Mnist,
-        bdl_data::mnist::Part::Train,
-    )?;
-    ensure!(
-        data.len() >= batch,
-        "the MNIST fixture has {} images",
-        data.len()
-    );
-    let data = data.select(&(0..batch).collect::<Vec<_>>())?;
+    let data = mnist_fixture(batch)?;
     let scaling = bdl_data::Standardizer::fit_global(data.x())?;
     let data = data.with_x(scaling.transform(data.x())?)?;
     let model = Mlp::new(MlpSpec::new(&[784, 10, 10, 10, 10], Activation::Sigmoid))?;
@@ -360,6 +341,21 @@ fn gibbs_node_sweep() -> Result<()> {
     )
 }
 
+/// The first `n` training images of the shipped MNIST fixture.
+fn mnist_fixture(n: usize) -> Result<bdl_data::Dataset> {
+    let data = bdl_data::mnist::load(
+        &bdl_data::root::fixtures(),
+        bdl_data::mnist::Collection::Mnist,
+        bdl_data::mnist::Part::Train,
+    )?;
+    ensure!(
+        data.len() >= n,
+        "the MNIST fixture has {} images, not {n}",
+        data.len()
+    );
+    Ok(data.select(&(0..n).collect::<Vec<_>>())?)
+}
+
 /// The peak resident memory of this process so far (VmHWM), in bytes, where Linux reports it.
 fn peak_memory() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -376,13 +372,7 @@ fn peak_memory() -> Option<u64> {
 fn large_subnetwork(s: usize) -> Result<()> {
     bdl_tensor::set_num_threads(0);
     let device = Device::Cpu;
-    let data = bdl_data::mnist::load(
-        &bdl_data::root::fixtures(),
-        bdl_data::mnist::Collection::Mnist,
-        bdl_data::mnist::Part::Train,
-    )?;
-    let n = 1000.min(data.len());
-    let x = data.x().narrow(0, 0, n)?;
+    let x = mnist_fixture(1000)?.x().clone();
     let model = Mlp::new(MlpSpec::new(&[784, 100, 10], Activation::Relu))?;
     let theta = model.init(Seed(7), DType::F32, &device)?;
     let chosen = selection::random(model.layout(), Candidates::WeightsOnly, s, Seed(7))?;
