@@ -4,11 +4,12 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, ensure};
+use bdl_inference::{MapEstimate, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Activation, Cnn, Mlp, MlpSpec, Model};
+use bdl_models::{Activation, Cnn, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor, Var};
 
@@ -22,7 +23,15 @@ pub(crate) struct BenchArgs {
 
 /// Runs every benchmark and prints one line each.
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
-    bdl_tensor::set_num_threads(1);
+    bdl_tensor::Threads::new(1)?.install(single_threaded)?;
+    if args.subnet > 0 {
+        bdl_tensor::Threads::new(0)?.install(|| large_subnetwork(args.subnet))?;
+    }
+    Ok(())
+}
+
+/// The ratios, each measured on one thread.
+fn single_threaded() -> Result<()> {
     println!(
         "{:<92} {:>12} {:>12} {:>8}",
         "benchmark (1 thread; medians of repeated runs)", "ours", "naive", "speed-up"
@@ -33,11 +42,7 @@ pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     cnn_sum_sq_grads()?;
     ggn_laplace(None)?;
     ggn_laplace(Some(200))?;
-    gibbs_node_sweep()?;
-    if args.subnet > 0 {
-        large_subnetwork(args.subnet)?;
-    }
-    Ok(())
+    gibbs_node_sweep()
 }
 
 /// Times `ours` and `naive` (medians) and prints one row: the label, both times and the ratio.
@@ -215,14 +220,16 @@ fn ggn_laplace(s: Option<usize>) -> Result<()> {
         prior: PriorPrecision::Scalar(lambda),
         scale_prior_to_subset: false,
         batch_size: 250,
-    };
+    }
+    .check()?;
+    let map = MapEstimate::new(Network::from(model.clone()), theta.clone(), likelihood)?;
     let subset: Vec<usize> = match s {
         None => (0..d).collect(),
         Some(s) => selection::random(model.layout(), Candidates::WeightsOnly, s, seed)?.indices,
     };
     let s = subset.len();
     let ours = || -> Result<f64> {
-        let post = SubnetLaplace::fit(&model, &theta, &likelihood, &x, subset.clone(), &config)?;
+        let post = SubnetLaplace::fit(&map, &x, subset.clone(), &config)?;
         Ok(post.log_det_precision())
     };
     let var = Var::from_tensor(&theta)?;
@@ -281,7 +288,8 @@ fn gibbs_node_sweep() -> Result<()> {
         Blocking::Node,
         ProposalVariance::PerLayer(vec![0.05, 5e-4, 5e-4, 5e-5]),
         BatchMode::Exact,
-    );
+    )
+    .check()?;
     let rng = Seed(1).rng();
 
     let mut ours = bdl_mcmc::Sampler::new(&model, likelihood, &data, &config, &theta, Seed(2))?;
@@ -370,7 +378,6 @@ fn peak_memory() -> Option<u64> {
 /// process's peak memory; there is no naive reference at this size (laplace-torch's route
 /// would first build the 1,000 × 10 × 79,510 Jacobian, 6.4 GB in f64).
 fn large_subnetwork(s: usize) -> Result<()> {
-    bdl_tensor::set_num_threads(0);
     let device = Device::Cpu;
     let x = mnist_fixture(1000)?.x().clone();
     let model = Mlp::new(MlpSpec::new(&[784, 100, 10], Activation::Relu))?;
@@ -380,15 +387,17 @@ fn large_subnetwork(s: usize) -> Result<()> {
     let start = Instant::now();
     let ggn = bdl_laplace::ggn(&model, &theta, &likelihood, &x, &chosen.indices, 100)?;
     let t_ggn = start.elapsed();
-    let theta_s: Vec<f64> = {
-        let all: Vec<f64> = theta.to_dtype(DType::F64)?.to_vec1()?;
-        chosen.indices.iter().map(|&i| all[i]).collect()
-    };
+    let map = MapEstimate::new(Network::from(model.clone()), theta.clone(), likelihood)?;
+    let config = LaplaceConfig {
+        batch_size: 100,
+        ..LaplaceConfig::default()
+    }
+    .check()?;
     let start = Instant::now();
-    let post = SubnetLaplace::from_ggn(ggn, chosen.indices, theta_s, vec![1.0; s], 100)?;
+    let post = SubnetLaplace::from_ggn(map, chosen.indices, ggn, &config)?;
     let t_chol = start.elapsed();
     let start = Instant::now();
-    let cov = post.f_covariance(&model, &theta, &x.narrow(0, 0, 100)?)?;
+    let cov = post.f_covariance(&x.narrow(0, 0, 100)?, 100)?;
     let t_pred = start.elapsed();
     ensure!(cov.dims() == [100, 10, 10], "unexpected predictive shape");
     println!(

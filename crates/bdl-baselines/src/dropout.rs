@@ -1,63 +1,118 @@
 //! MC dropout (Gal & Ghahramani 2016): the predictive averaged over seeded dropout masks.
 
+use std::path::Path;
+
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Validate};
 use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::Model;
+use bdl_models::Network;
+use bdl_tensor::Seed;
 use candle_core::Tensor;
 
-use crate::Result;
-use crate::train::Sampling;
-
-/// The MC dropout predictive (1/S) Σ_s p(y* | f(x*; θ, m_s)): S forward passes with dropout on,
-/// pass s drawing its masks m_s from the stream `sampling.seed.index(s)`, averaged as a mixture
-/// (a Gaussian mixture N(f_s, σ²) for regression, averaged class probabilities for
-/// classification).
+/// The MC dropout posterior of a network trained with dropout: the predictive
+/// (1/S) Σ_s p(y* | f(x*; θ̂, m_s)) of S forward passes with dropout on, pass s drawing its
+/// masks m_s from the stream `options.seed.index(s)`, averaged as a mixture (a Gaussian mixture
+/// N(f_s, σ²) for regression, averaged class probabilities for classification).
 ///
-/// Train with dropout first: give the model a dropout probability (`MlpSpec::with_dropout`) and
-/// [`train_map`](crate::train_map) draws masks during training. A model without dropout gives S
-/// copies of the plug-in predictive.
+/// Train with dropout first: give the model a dropout probability (`MlpSpec::with_dropout`)
+/// and [`train_map`](bdl_inference::train_map) draws masks during training. A network without
+/// dropout gives S copies of the plug-in predictive.
 ///
 /// ```
-/// use bdl_baselines::{MapConfig, Sampling, mc_dropout_predictive, train_map};
+/// use bdl_baselines::McDropout;
+/// use bdl_inference::{MapConfig, Posterior, PredictOptions, Validate, train_map};
 /// use bdl_likelihoods::Likelihood;
-/// use bdl_models::{Activation, Mlp, MlpSpec};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Network};
 /// use bdl_tensor::Seed;
 /// use candle_core::{DType, Device, Tensor};
-/// # fn main() -> Result<(), bdl_baselines::Error> {
-/// let mlp = Mlp::new(MlpSpec::new(&[2, 32, 3], Activation::Relu).with_dropout(0.1))?;
+/// # fn main() -> Result<(), bdl_inference::Error> {
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[2, 32, 3], Activation::Relu).with_dropout(0.1))?);
 /// let x = Tensor::new(&[[0.0f32, 1.0], [1.0, 0.0], [1.0, 1.0], [0.0, 0.0]], &Device::Cpu)?;
 /// let y = Tensor::new(&[0u32, 1, 2, 0], &Device::Cpu)?;
 /// let lik = Likelihood::Categorical { classes: 3 };
-/// let theta0 = mlp.init(Seed(0), DType::F32, &Device::Cpu)?;
-/// let fit = train_map(&mlp, &theta0, lik, &x, &y, &MapConfig { epochs: 20, ..MapConfig::default() })?;
-/// let pred = mc_dropout_predictive(&mlp, &fit.theta, fit.likelihood, &x, &Sampling { samples: 16, seed: Seed(1) })?;
+/// let theta0 = net.init(Seed(0), DType::F32, &Device::Cpu)?;
+/// let config = MapConfig { epochs: 20, ..MapConfig::default() }.check()?;
+/// let dropout = McDropout::new(train_map(&net, &theta0, lik, &x, &y, &config)?.estimate);
+/// let pred = dropout.predictive(&x, &PredictOptions { samples: 16, seed: Seed(1), ..PredictOptions::default() })?;
 /// assert_eq!(pred.probs()?.dims(), &[4, 3]);
 /// # Ok(()) }
 /// ```
-pub fn mc_dropout_predictive(
-    model: &impl Model,
-    theta: &Tensor,
-    likelihood: Likelihood,
-    x: &Tensor,
-    sampling: &Sampling,
-) -> Result<Predictive> {
-    sampling.mixture(likelihood, |rng| {
-        Ok(model.forward_cached_with(theta, x, Some(rng))?.output)
-    })
+#[derive(Clone, Debug)]
+pub struct McDropout {
+    map: MapEstimate,
+}
+
+impl McDropout {
+    /// MC dropout around the parameters of `map` (trained with the network's dropout).
+    pub fn new(map: MapEstimate) -> Self {
+        Self { map }
+    }
+
+    /// The trained parameters with their network and likelihood.
+    pub fn estimate(&self) -> &MapEstimate {
+        &self.map
+    }
+}
+
+impl Posterior for McDropout {
+    fn method(&self) -> &str {
+        "MC dropout"
+    }
+
+    fn network(&self) -> &Network {
+        self.map.network()
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.map.likelihood()
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        options.validate()?;
+        bdl_inference::mixture(options.samples, |s| {
+            let mut masks = options.seed.index(s as u64).rng();
+            let f = bdl_inference::forward_batched(
+                self.network(),
+                self.map.theta(),
+                x,
+                options.batch_size,
+                Some(&mut masks),
+            )?;
+            Ok(self.likelihood().point_predictive(&f)?)
+        })
+    }
+
+    /// MC dropout samples masks, not weights: `None`.
+    fn sample(&self, _n: usize, _seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        Ok(None)
+    }
+
+    /// Saves the trained parameters; the network's spec carries the dropout probability.
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        self.map.save(path)
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        MapEstimate::load(path).map(Self::new)
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{MapConfig, train_map};
-    use bdl_models::{Activation, Mlp, MlpSpec};
-    use bdl_tensor::Seed;
+    use bdl_inference::{MapConfig, MapFit, train_map};
+    use bdl_models::{Activation, Mlp, MlpSpec, Model};
     use candle_core::{DType, Device};
 
     /// 30 points of sin 2x on [−1.5, 1.5], an MLP 1-32-32-1 (tanh) with dropout `p`, trained
     /// for 100 epochs of minibatches of 10, σ = 0.1.
-    fn trained(p: f64) -> (Mlp, Tensor, crate::MapFit) {
-        let mlp =
-            Mlp::new(MlpSpec::new(&[1, 32, 32, 1], Activation::Tanh).with_dropout(p)).unwrap();
+    fn trained(p: f64) -> (Network, Tensor, MapFit) {
+        let mlp = Network::from(
+            Mlp::new(MlpSpec::new(&[1, 32, 32, 1], Activation::Tanh).with_dropout(p)).unwrap(),
+        );
         let x = Tensor::arange(0u32, 30, &Device::Cpu)
             .unwrap()
             .to_dtype(DType::F32)
@@ -73,7 +128,9 @@ mod tests {
             epochs: 100,
             batch_size: 10,
             ..MapConfig::default()
-        };
+        }
+        .check()
+        .unwrap();
         let fit = train_map(
             &mlp,
             &theta0,
@@ -94,13 +151,16 @@ mod tests {
     fn without_dropout_it_is_the_map_predictive() {
         // S identical components: the mixture's mean and variance are the MAP's up to the
         // rounding of averaging 8 equal f64 numbers (≪ 1e-12).
-        let (mlp, x, fit) = trained(0.0);
-        let sampling = Sampling {
+        let (_, x, fit) = trained(0.0);
+        let options = PredictOptions {
             samples: 8,
             seed: Seed(9),
+            ..PredictOptions::default()
         };
-        let mc = mc_dropout_predictive(&mlp, &fit.theta, fit.likelihood, &x, &sampling).unwrap();
-        let map = fit.predictive(&mlp, &x).unwrap();
+        let mc = McDropout::new(fit.estimate.clone())
+            .predictive(&x, &options)
+            .unwrap();
+        let map = fit.estimate.predictive(&x, &options).unwrap();
         for (a, b) in [
             (mc.mean().unwrap(), map.mean().unwrap()),
             (mc.variance().unwrap(), map.variance().unwrap()),
@@ -121,15 +181,15 @@ mod tests {
         let (mlp, x, fit) = trained(0.2);
         // Training drew masks: the fit differs from training the same init without dropout.
         let (_, _, plain) = trained(0.0);
-        assert_ne!(values(&fit.theta), values(&plain.theta));
+        assert_ne!(values(fit.estimate.theta()), values(plain.estimate.theta()));
 
-        let sampling = |seed| Sampling {
+        let options = |seed| PredictOptions {
             samples: 12,
             seed: Seed(seed),
+            ..PredictOptions::default()
         };
-        let predict = |seed| {
-            mc_dropout_predictive(&mlp, &fit.theta, fit.likelihood, &x, &sampling(seed)).unwrap()
-        };
+        let dropout = McDropout::new(fit.estimate.clone());
+        let predict = |seed| dropout.predictive(&x, &options(seed)).unwrap();
         let (a, b, c) = (predict(1), predict(1), predict(2));
         assert_eq!(values(&a.mean().unwrap()), values(&b.mean().unwrap()));
         assert_eq!(
@@ -142,9 +202,9 @@ mod tests {
         // (the same f32 outputs averaged in f64 either way: agreement to 1e-12).
         let mut average = vec![0.0; 30];
         for s in 0..12 {
-            let mut rng = sampling(1).seed.index(s).rng();
+            let mut rng = options(1).seed.index(s).rng();
             let f = mlp
-                .forward_cached_with(&fit.theta, &x, Some(&mut rng))
+                .forward_cached_with(fit.estimate.theta(), &x, Some(&mut rng))
                 .unwrap()
                 .output;
             for (a, f) in average.iter_mut().zip(values(&f)) {
@@ -159,18 +219,13 @@ mod tests {
         );
         // Dropout spreads the passes: the predictive variance exceeds σ² somewhere.
         assert!(values(&a.variance().unwrap()).iter().any(|v| *v > 0.011));
+        let none = PredictOptions {
+            samples: 0,
+            ..options(1)
+        };
         assert!(matches!(
-            mc_dropout_predictive(
-                &mlp,
-                &fit.theta,
-                fit.likelihood,
-                &x,
-                &Sampling {
-                    samples: 0,
-                    seed: Seed(1)
-                }
-            ),
-            Err(crate::Error::InvalidConfig(_))
+            dropout.predictive(&x, &none),
+            Err(bdl_inference::Error::InvalidParam(_))
         ));
     }
 }

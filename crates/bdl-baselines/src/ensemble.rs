@@ -1,15 +1,21 @@
 //! Deep ensembles (Lakshminarayanan et al. 2017): independently seeded MAP fits, mixed.
 
+use std::path::Path;
+
+use bdl_inference::checkpoint::{self, Header};
+use bdl_inference::{
+    Holdout, InvalidParam, MapConfig, MapFit, Posterior, PredictOptions, Valid, Validate,
+    at_least_one, paired_rows, train_map_on,
+};
 use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::Model;
+use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
-use candle_core::Tensor;
+use candle_core::{DType, Tensor};
+use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
-use crate::map::{fit_map, holdout};
-use crate::train::paired_rows;
-use crate::{Error, MapConfig, MapFit, Result};
+use crate::Result;
 
 /// How to train a deep ensemble.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -18,8 +24,8 @@ pub struct EnsembleConfig {
     /// M, the number of members (5 in the subnetwork-inference paper's baselines).
     pub members: usize,
     /// How each member is trained. Its `seed` is the ensemble's: member m starts from
-    /// `init(seed.index(m))` and shuffles (and drops out) with `seed.index(m)`; the held-out
-    /// split, if any, comes from `seed` and is the same for every member.
+    /// `network.init(seed.index(m))` and shuffles (and drops out) with `seed.index(m)`; the
+    /// held-out split, if any, comes from `seed` and is the same for every member.
     pub map: MapConfig,
     /// Train the members in parallel (rayon). The result does not depend on it.
     pub parallel: bool,
@@ -35,94 +41,197 @@ impl Default for EnsembleConfig {
     }
 }
 
-impl EnsembleConfig {
-    /// Checks the configuration: at least one member and a valid MAP configuration.
-    pub fn check(&self) -> Result<()> {
-        if self.members == 0 {
-            return Err(Error::InvalidConfig(
-                "an ensemble needs members >= 1".to_owned(),
-            ));
-        }
-        self.map.check()
+impl Validate for EnsembleConfig {
+    /// At least one member and a valid MAP configuration.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        at_least_one("members", self.members)?;
+        self.map.validate().map_err(|e| e.within("map"))
     }
 }
 
-/// A trained deep ensemble.
+/// A deep ensemble: M parameter vectors of one network, each with its own likelihood (its own
+/// σ when learned). The predictive is the mixture (1/M) Σ_m p(y* | f(x*; θ_m)): a Gaussian
+/// mixture for regression, averaged class probabilities for classification.
 #[derive(Clone, Debug)]
 pub struct Ensemble {
-    /// The members' fits, member m at index m.
-    pub members: Vec<MapFit>,
+    network: Network,
+    members: Vec<(Tensor, Likelihood)>,
 }
 
 impl Ensemble {
-    /// The ensemble predictive (1/M) Σ_m p(y* | f(x*; θ_m)), each member with its own likelihood
-    /// (its own σ when learned): a Gaussian mixture for regression, averaged class probabilities
-    /// for classification.
-    pub fn predictive(&self, model: &impl Model, x: &Tensor) -> Result<Predictive> {
-        let members = self
-            .members
-            .iter()
-            .map(|m| m.predictive(model, x))
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Predictive::mixture(&members)?)
+    /// The ensemble of `members` (θ_m, likelihood_m) of `network`, at least one, all of one
+    /// likelihood family.
+    pub fn new(network: Network, members: Vec<(Tensor, Likelihood)>) -> Result<Self> {
+        let Some((_, first)) = members.first() else {
+            return Err(InvalidParam::new("members", 0, ">= 1").into());
+        };
+        for (theta, lik) in &members {
+            network.layout().check_flat(theta)?;
+            lik.check()?;
+            if std::mem::discriminant(lik) != std::mem::discriminant(first) {
+                return Err(InvalidParam::new(
+                    "members",
+                    format!("{lik:?} beside {first:?}"),
+                    "of one likelihood family",
+                )
+                .into());
+            }
+        }
+        Ok(Self { network, members })
+    }
+
+    /// M, the number of members.
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    /// Whether there are no members (never: [`new`](Self::new) refuses it).
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Member m's parameters and likelihood.
+    pub fn member(&self, m: usize) -> (&Tensor, Likelihood) {
+        let (theta, lik) = &self.members[m];
+        (theta, *lik)
     }
 }
 
-/// Trains M members by [`train_map`](crate::train_map), member m from `init(seed.index(m))`
-/// with minibatch (and dropout) streams from `seed.index(m)`, `seed` = `config.map.seed`.
+const KIND: &str = "ensemble";
+
+impl Posterior for Ensemble {
+    fn method(&self) -> &str {
+        "deep ensemble"
+    }
+
+    fn network(&self) -> &Network {
+        &self.network
+    }
+
+    /// Member 0's likelihood (with learned σ, each member keeps its own for the predictive).
+    fn likelihood(&self) -> Likelihood {
+        self.members[0].1
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        options.validate()?;
+        bdl_inference::mixture(self.members.len(), |m| {
+            let (theta, lik) = &self.members[m];
+            let f =
+                bdl_inference::forward_batched(&self.network, theta, x, options.batch_size, None)?;
+            Ok(lik.point_predictive(&f)?)
+        })
+    }
+
+    /// `n` members drawn uniformly with replacement from the stream of `seed`.
+    fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        let mut rng = seed.rng();
+        let picks: Vec<Tensor> = (0..n)
+            .map(|_| {
+                self.members[rng.random_range(0..self.members.len())]
+                    .0
+                    .clone()
+            })
+            .collect();
+        let d = self.network.layout().len();
+        Ok(Some(if picks.is_empty() {
+            Tensor::zeros((0, d), self.members[0].0.dtype(), &candle_core::Device::Cpu)?
+        } else {
+            Tensor::stack(&picks, 0)?
+        }))
+    }
+
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let thetas: Vec<Tensor> = self.members.iter().map(|(t, _)| t.clone()).collect();
+        let likelihoods: Vec<Likelihood> = self.members.iter().map(|(_, l)| *l).collect();
+        let header = Header {
+            kind: KIND,
+            network: &self.network,
+            likelihood: likelihoods[0],
+            seed: None,
+            config: &likelihoods,
+        };
+        checkpoint::save(path, &header, vec![("members", Tensor::stack(&thetas, 0)?)])
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        let mut saved = checkpoint::load::<Vec<Likelihood>>(path, KIND)?;
+        let (m, d) = (saved.config.len(), saved.network.layout().len());
+        let thetas = saved.tensor("members", &[m, d])?;
+        let members = saved
+            .config
+            .iter()
+            .enumerate()
+            .map(|(i, lik)| Ok((thetas.get(i)?, *lik)))
+            .collect::<bdl_inference::Result<Vec<_>>>()?;
+        Ok(Self::new(saved.network, members)?)
+    }
+}
+
+/// A trained ensemble and each member's training record.
+#[derive(Clone, Debug)]
+pub struct EnsembleFit {
+    /// The posterior.
+    pub posterior: Ensemble,
+    /// Member m's MAP fit at index m (losses, validation).
+    pub members: Vec<MapFit>,
+}
+
+/// Trains M members by [`train_map`](bdl_inference::train_map), member m from
+/// `network.init(seed.index(m))` in `dtype` (on the device of `x`) with minibatch (and
+/// dropout) streams from `seed.index(m)`, `seed` = `config.map.seed`.
 ///
-/// `init` maps a seed to initial parameters (for instance `|s| mlp.init(s, DType::F32, &dev)`).
 /// Members are independent, so with `parallel` they train on rayon's pool; each member's
 /// numbers depend only on its seed, so the ensemble is the same either way.
 ///
 /// ```
-/// use bdl_baselines::{EnsembleConfig, MapConfig, train_ensemble};
+/// use bdl_baselines::{EnsembleConfig, train_ensemble};
+/// use bdl_inference::{MapConfig, Posterior, PredictOptions, Validate};
 /// use bdl_likelihoods::Likelihood;
-/// use bdl_models::{Activation, Mlp, MlpSpec};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Network};
 /// use candle_core::{DType, Device, Tensor};
-/// # fn main() -> Result<(), bdl_baselines::Error> {
-/// let mlp = Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?);
 /// let x = Tensor::arange(0u32, 20, &Device::Cpu)?.to_dtype(DType::F32)?.affine(0.1, -1.0)?.unsqueeze(1)?;
 /// let y = x.sqr()?;
 /// let config = EnsembleConfig {
 ///     members: 3,
 ///     map: MapConfig { learning_rate: 1e-2, epochs: 30, ..MapConfig::default() },
 ///     ..EnsembleConfig::default()
-/// };
-/// let init = |seed| mlp.init(seed, DType::F32, &Device::Cpu);
-/// let ensemble = train_ensemble(&mlp, init, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, &config)?;
-/// let pred = ensemble.predictive(&mlp, &x)?; // a mixture of 3 Gaussians per point
+/// }
+/// .check()?;
+/// let fit = train_ensemble(&net, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, DType::F32, &config)?;
+/// let pred = fit.posterior.predictive(&x, &PredictOptions::default())?; // 3 Gaussians per point
 /// assert_eq!(pred.variance()?.dims(), &[20, 1]);
 /// # Ok(()) }
 /// ```
-pub fn train_ensemble<M, F, E>(
-    model: &M,
-    init: F,
+pub fn train_ensemble(
+    network: &Network,
     likelihood: Likelihood,
     x: &Tensor,
     y: &Tensor,
-    config: &EnsembleConfig,
-) -> Result<Ensemble>
-where
-    M: Model + Sync,
-    F: Fn(Seed) -> Result<Tensor, E> + Sync,
-    E: Into<Error>,
-{
-    config.check()?;
-    let split = holdout(paired_rows(x, y)?, &config.map)?;
+    dtype: DType,
+    config: &Valid<EnsembleConfig>,
+) -> Result<EnsembleFit> {
+    let map = config.map.clone().check()?;
+    let holdout = Holdout::of(paired_rows(x, y)?, &map)?;
     let member = |m: usize| -> Result<MapFit> {
-        let seed = config.map.seed.index(m as u64);
-        let theta0 = init(seed).map_err(Into::into)?;
-        fit_map(
-            model,
+        let seed = map.seed.index(m as u64);
+        let theta0 = network.init(seed, dtype, x.device())?;
+        Ok(train_map_on(
+            network,
             &theta0,
             likelihood,
             x,
             y,
-            &config.map,
-            split.clone(),
+            &map,
+            holdout.as_ref(),
             seed,
-        )
+        )?)
     };
     let members = if config.parallel {
         (0..config.members)
@@ -134,22 +243,34 @@ where
             .map(member)
             .collect::<Result<Vec<_>>>()?
     };
-    Ok(Ensemble { members })
+    let posterior = Ensemble::new(
+        network.clone(),
+        members
+            .iter()
+            .map(|f| (f.estimate.theta().clone(), f.estimate.likelihood()))
+            .collect(),
+    )?;
+    Ok(EnsembleFit { posterior, members })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train_map;
+    use bdl_inference::train_map;
     use bdl_models::{Activation, Mlp, MlpSpec};
-    use candle_core::{DType, Device};
+    use candle_core::Device;
 
     fn values(t: &Tensor) -> Vec<f64> {
         bdl_tensor::to_f64_vec(t).unwrap()
     }
 
+    fn probs(p: &impl Posterior, x: &Tensor) -> Vec<f64> {
+        let pred = p.predictive(x, &PredictOptions::default()).unwrap();
+        values(&pred.probs().unwrap())
+    }
+
     /// Three classes of 2-D points on rays (angle by class, noisy radius): 30 points.
-    fn classification() -> (Mlp, Tensor, Tensor) {
+    fn classification() -> (Network, Tensor, Tensor) {
         let mut xs = Vec::new();
         let mut ys = Vec::new();
         for i in 0..30u32 {
@@ -162,7 +283,7 @@ mod tests {
         let mlp = Mlp::new(MlpSpec::new(&[2, 16, 3], Activation::Relu)).unwrap();
         let x = Tensor::from_vec(xs, (30, 2), &Device::Cpu).unwrap();
         let y = Tensor::from_vec(ys, 30, &Device::Cpu).unwrap();
-        (mlp, x, y)
+        (mlp.into(), x, y)
     }
 
     fn config(members: usize, parallel: bool) -> EnsembleConfig {
@@ -179,38 +300,40 @@ mod tests {
         }
     }
 
+    fn train(net: &Network, x: &Tensor, y: &Tensor, config: EnsembleConfig) -> EnsembleFit {
+        let lik = Likelihood::Categorical { classes: 3 };
+        train_ensemble(net, lik, x, y, DType::F32, &config.check().unwrap()).unwrap()
+    }
+
     #[test]
     fn one_member_is_the_map_fit() {
-        // Same init, same streams, same arithmetic: the predictives agree exactly.
-        let (mlp, x, y) = classification();
-        let lik = Likelihood::Categorical { classes: 3 };
-        let init = |s| mlp.init(s, DType::F32, &Device::Cpu);
+        // Same init, same streams, same arithmetic: the member is the MAP fit bit for bit, and
+        // the ensemble's predictive is exactly the one-component mixture of the MAP predictive
+        // (`bdl_inference::mixture` renormalises the averaged probabilities, which can move
+        // the last bit, so the reference goes through the same mixture).
+        let (net, x, y) = classification();
         let c = config(1, false);
-        let ens = train_ensemble(&mlp, init, lik, &x, &y, &c).unwrap();
+        let ens = train(&net, &x, &y, c.clone());
         let seed = c.map.seed.index(0);
-        let map = train_map(
-            &mlp,
-            &init(seed).unwrap(),
-            lik,
-            &x,
-            &y,
-            &MapConfig { seed, ..c.map },
-        )
-        .unwrap();
-        assert_eq!(
-            values(&ens.predictive(&mlp, &x).unwrap().probs().unwrap()),
-            values(&map.predictive(&mlp, &x).unwrap().probs().unwrap())
-        );
+        let theta0 = net.init(seed, DType::F32, &Device::Cpu).unwrap();
+        let map_config = MapConfig { seed, ..c.map }.check().unwrap();
+        let lik = Likelihood::Categorical { classes: 3 };
+        let map = train_map(&net, &theta0, lik, &x, &y, &map_config).unwrap();
+        let (theta, member_lik) = ens.posterior.member(0);
+        assert_eq!(values(theta), values(map.estimate.theta()));
+        assert_eq!(member_lik, map.estimate.likelihood());
+        assert_eq!(ens.members[0].losses, map.losses);
+        let options = PredictOptions::default();
+        let one = bdl_inference::mixture(1, |_| map.estimate.predictive(&x, &options)).unwrap();
+        assert_eq!(probs(&ens.posterior, &x), values(&one.probs().unwrap()));
     }
 
     #[test]
     fn members_differ_and_the_mixture_averages_them() {
-        let (mlp, x, y) = classification();
-        let lik = Likelihood::Categorical { classes: 3 };
-        let init = |s| mlp.init(s, DType::F32, &Device::Cpu);
-        let ens = train_ensemble(&mlp, init, lik, &x, &y, &config(4, true)).unwrap();
-        assert_eq!(ens.members.len(), 4);
-        let thetas: Vec<Vec<f64>> = ens.members.iter().map(|m| values(&m.theta)).collect();
+        let (net, x, y) = classification();
+        let ens = train(&net, &x, &y, config(4, true));
+        assert_eq!(ens.posterior.len(), 4);
+        let thetas: Vec<Vec<f64>> = (0..4).map(|m| values(ens.posterior.member(m).0)).collect();
         for a in 0..4 {
             for b in a + 1..4 {
                 assert_ne!(thetas[a], thetas[b], "members {a} and {b}");
@@ -218,58 +341,42 @@ mod tests {
         }
         // The mixture's probabilities are the average of the members' (f64 sums of 4 terms:
         // 1e-15).
-        let probs = values(&ens.predictive(&mlp, &x).unwrap().probs().unwrap());
-        let mut average = vec![0.0; probs.len()];
+        let mixed = probs(&ens.posterior, &x);
+        let mut average = vec![0.0; mixed.len()];
         for m in &ens.members {
-            let p = values(&m.predictive(&mlp, &x).unwrap().probs().unwrap());
+            let p = probs(&m.estimate, &x);
             average.iter_mut().zip(p).for_each(|(a, p)| *a += p / 4.0);
         }
         assert!(
-            probs
+            mixed
                 .iter()
                 .zip(&average)
                 .all(|(p, a)| (p - a).abs() <= 1e-15)
         );
         // Parallel and sequential training give the same members.
-        let seq = train_ensemble(&mlp, init, lik, &x, &y, &config(4, false)).unwrap();
-        for (p, s) in ens.members.iter().zip(&seq.members) {
-            assert_eq!(values(&p.theta), values(&s.theta));
+        let seq = train(&net, &x, &y, config(4, false));
+        for m in 0..4 {
+            assert_eq!(
+                values(ens.posterior.member(m).0),
+                values(seq.posterior.member(m).0)
+            );
         }
     }
 
     #[test]
     fn members_share_the_held_out_split() {
-        let (mlp, x, y) = classification();
-        let lik = Likelihood::Categorical { classes: 3 };
+        let (net, x, y) = classification();
         let mut c = config(2, true);
         c.map.validation_fraction = 0.2;
         c.map.epochs = 5;
-        let ens = train_ensemble(
-            &mlp,
-            |s| mlp.init(s, DType::F32, &Device::Cpu),
-            lik,
-            &x,
-            &y,
-            &c,
-        )
-        .unwrap();
+        let ens = train(&net, &x, &y, c);
         let held: Vec<&Vec<usize>> = ens
             .members
             .iter()
-            .map(|m| &m.validation.as_ref().unwrap().held_out)
+            .map(|m| &m.validation.as_ref().unwrap().holdout.held_out)
             .collect();
         assert_eq!(held[0].len(), 6);
         assert_eq!(held[0], held[1]);
-        assert!(matches!(
-            train_ensemble(
-                &mlp,
-                |s| mlp.init(s, DType::F32, &Device::Cpu),
-                lik,
-                &x,
-                &y,
-                &config(0, true)
-            ),
-            Err(Error::InvalidConfig(_))
-        ));
+        assert_eq!(config(0, true).check().unwrap_err().param, "members");
     }
 }

@@ -3,16 +3,20 @@
 use std::collections::VecDeque;
 use std::f64::consts::FRAC_1_SQRT_2;
 use std::ops::ControlFlow;
+use std::path::Path;
 
+use bdl_inference::checkpoint::{self, Header};
+use bdl_inference::{
+    InvalidParam, MinibatchLoop, Optimizer, Posterior, PredictOptions, Trainer, Valid, Validate,
+    at_least_one, non_negative, positive,
+};
 use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::Model;
+use bdl_models::{Model, Network};
 use bdl_tensor::{ChaCha8Rng, Seed};
 use candle_core::{DType, Device, Tensor};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::optim::Optimizer;
-use crate::train::{Sampling, Trainer};
 use crate::{Error, Result};
 
 /// What `snapshot_every` counts.
@@ -26,12 +30,13 @@ pub enum SnapshotUnit {
 }
 
 /// Which SWAG covariance to sample from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SwagCovariance {
     /// SWAG-Diagonal: Σ = Σ_diag = diag(θ²̄ − θ̄²). Needs one snapshot.
     Diagonal,
     /// SWAG: Σ = ½ Σ_diag + D̂D̂ᵀ / (2(K − 1)), D̂ the last K deviations. Needs K ≥ 2.
+    #[default]
     LowRankPlusDiagonal,
 }
 
@@ -68,6 +73,8 @@ pub struct SwagConfig {
     pub snapshot_unit: SnapshotUnit,
     /// K, the most deviation columns the low-rank part keeps (the paper: 20); 0 keeps none.
     pub rank: usize,
+    /// The covariance the posterior samples from.
+    pub covariance: SwagCovariance,
     /// The seed of the minibatch shuffles and dropout masks.
     pub seed: Seed,
 }
@@ -83,30 +90,33 @@ impl Default for SwagConfig {
             snapshot_every: 1,
             snapshot_unit: SnapshotUnit::Epochs,
             rank: 20,
+            covariance: SwagCovariance::LowRankPlusDiagonal,
             seed: Seed(0),
         }
     }
 }
 
-impl SwagConfig {
-    /// Checks the configuration: learning rate finite and > 0, prior precision finite and ≥ 0,
-    /// batch size, snapshots and snapshot period ≥ 1, a valid optimiser.
-    pub fn check(&self) -> Result<()> {
-        self.optimizer.check()?;
-        let ok = crate::optim::step_settings_ok(
-            self.learning_rate,
-            self.prior_precision,
-            self.batch_size,
-        ) && self.snapshots > 0
-            && self.snapshot_every > 0;
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig(format!(
-                "SWAG: need finite learning_rate > 0, finite prior_precision >= 0, and \
-                 batch_size, snapshots, snapshot_every >= 1, got {self:?}"
-            )))
+impl Validate for SwagConfig {
+    /// A valid optimiser, learning rate finite and > 0, prior precision finite and ≥ 0, batch
+    /// size, snapshots and snapshot period ≥ 1, and K ≥ 2 for the low-rank covariance.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        self.optimizer
+            .validate()
+            .map_err(|e| e.within("optimizer"))?;
+        positive("learning_rate", self.learning_rate)?;
+        non_negative("prior_precision", self.prior_precision)?;
+        at_least_one("batch_size", self.batch_size)?;
+        at_least_one("snapshots", self.snapshots)?;
+        at_least_one("snapshot_every", self.snapshot_every)?;
+        if self.covariance == SwagCovariance::LowRankPlusDiagonal {
+            bdl_inference::require(
+                self.rank >= 2 && self.snapshots >= 2,
+                "rank",
+                self.rank,
+                ">= 2, with snapshots >= 2, for the low-rank-plus-diagonal covariance",
+            )?;
         }
+        Ok(())
     }
 }
 
@@ -124,7 +134,7 @@ impl SwagConfig {
 /// takes.
 ///
 /// ```
-/// use bdl_baselines::{Sampling, Swag, SwagCovariance};
+/// use bdl_baselines::{Swag, SwagCovariance};
 /// use bdl_tensor::Seed;
 /// use candle_core::{Device, Tensor};
 /// # fn main() -> Result<(), bdl_baselines::Error> {
@@ -261,23 +271,6 @@ impl Swag {
             .to_device(&device)?)
     }
 
-    /// The Bayesian model average (1/S) Σ_s p(y* | f(x*; θ_s)) over S draws θ_s from the chosen
-    /// covariance, draw s from the stream `sampling.seed.index(s)`: a Gaussian mixture for
-    /// regression, averaged class probabilities for classification.
-    pub fn predictive(
-        &self,
-        model: &impl Model,
-        likelihood: Likelihood,
-        x: &Tensor,
-        covariance: SwagCovariance,
-        sampling: &Sampling,
-    ) -> Result<Predictive> {
-        self.check(covariance)?;
-        sampling.mixture(likelihood, |rng| {
-            Ok(model.forward(&self.sample(covariance, rng)?, x)?)
-        })
-    }
-
     /// The snapshots' dtype and device, if there are enough snapshots for `covariance`.
     fn check(&self, covariance: SwagCovariance) -> Result<(DType, Device)> {
         let (needed, collected) = match covariance {
@@ -295,27 +288,201 @@ impl Swag {
     }
 }
 
+/// A SWAG posterior: the moments with the network and likelihood they predict with, and the
+/// covariance to sample from. Its predictive is the Bayesian model average
+/// (1/S) Σ_s p(y* | f(x*; θ_s)) over S draws, draw s from the stream `options.seed.index(s)`:
+/// a Gaussian mixture for regression, averaged class probabilities for classification.
+#[derive(Clone, Debug)]
+pub struct SwagPosterior {
+    network: Network,
+    likelihood: Likelihood,
+    swag: Swag,
+    covariance: SwagCovariance,
+}
+
+impl SwagPosterior {
+    /// The moments `swag` (with enough snapshots for `covariance`) over the parameters of
+    /// `network`.
+    pub fn new(
+        network: Network,
+        likelihood: Likelihood,
+        swag: Swag,
+        covariance: SwagCovariance,
+    ) -> Result<Self> {
+        likelihood.check()?;
+        if swag.dim() != network.layout().len() {
+            return Err(Error::SnapshotLength {
+                expected: network.layout().len(),
+                actual: swag.dim(),
+            });
+        }
+        swag.check(covariance)?;
+        Ok(Self {
+            network,
+            likelihood,
+            swag,
+            covariance,
+        })
+    }
+
+    /// The moments.
+    pub fn swag(&self) -> &Swag {
+        &self.swag
+    }
+
+    /// The covariance the posterior samples from.
+    pub fn covariance(&self) -> SwagCovariance {
+        self.covariance
+    }
+
+    /// The same moments with the other covariance.
+    pub fn with_covariance(&self, covariance: SwagCovariance) -> Result<Self> {
+        Self::new(
+            self.network.clone(),
+            self.likelihood,
+            self.swag.clone(),
+            covariance,
+        )
+    }
+}
+
+/// The sidecar state of a saved SWAG posterior.
+#[derive(Serialize, Deserialize)]
+struct SwagState {
+    snapshots: usize,
+    rank: usize,
+    covariance: SwagCovariance,
+    dtype: String,
+}
+
+const KIND: &str = "swag";
+
+impl Posterior for SwagPosterior {
+    fn method(&self) -> &str {
+        match self.covariance {
+            SwagCovariance::Diagonal => "SWAG-diagonal",
+            SwagCovariance::LowRankPlusDiagonal => "SWAG",
+        }
+    }
+
+    fn network(&self) -> &Network {
+        &self.network
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.likelihood
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        options.validate()?;
+        bdl_inference::mixture(options.samples, |s| {
+            let theta = self
+                .swag
+                .sample(self.covariance, &mut options.seed.index(s as u64).rng())?;
+            let f =
+                bdl_inference::forward_batched(&self.network, &theta, x, options.batch_size, None)?;
+            Ok(self.likelihood.point_predictive(&f)?)
+        })
+    }
+
+    fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        let draws = (0..n as u64)
+            .map(|s| self.swag.sample(self.covariance, &mut seed.index(s).rng()))
+            .collect::<Result<Vec<_>>>()?;
+        let d = self.swag.dim();
+        Ok(Some(if draws.is_empty() {
+            Tensor::zeros((0, d), DType::F64, &Device::Cpu)?
+        } else {
+            Tensor::stack(&draws, 0)?
+        }))
+    }
+
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let (dtype, _) = self.swag.check(self.covariance)?;
+        let state = SwagState {
+            snapshots: self.swag.n,
+            rank: self.swag.rank,
+            covariance: self.covariance,
+            dtype: dtype.as_str().to_owned(),
+        };
+        let d = self.swag.dim();
+        let k = self.swag.deviations.len();
+        let deviations: Vec<f64> = self.swag.deviations.iter().flatten().copied().collect();
+        let tensors = vec![
+            ("mean", checkpoint::vector_tensor(&self.swag.mean)?),
+            ("m2", checkpoint::vector_tensor(&self.swag.m2)?),
+            (
+                "deviations",
+                Tensor::from_vec(deviations, (k, d), &Device::Cpu)?,
+            ),
+        ];
+        let header = Header {
+            kind: KIND,
+            network: &self.network,
+            likelihood: self.likelihood,
+            seed: None,
+            config: &state,
+        };
+        checkpoint::save(path, &header, tensors)
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        let mut saved = checkpoint::load::<SwagState>(path, KIND)?;
+        let d = saved.network.layout().len();
+        let state = &saved.config;
+        let (n, rank, covariance) = (state.snapshots, state.rank, state.covariance);
+        let dtype: DType = state
+            .dtype
+            .parse()
+            .map_err(|_| bdl_inference::Error::Checkpoint {
+                path: path.to_path_buf(),
+                reason: format!("unknown dtype `{}`", state.dtype),
+            })?;
+        let k = n.min(rank);
+        let deviations = saved.tensor("deviations", &[k, d])?;
+        let swag = Swag {
+            n,
+            mean: saved.vector("mean", d)?,
+            m2: saved.vector("m2", d)?,
+            deviations: deviations.to_vec2::<f64>()?.into(),
+            rank,
+            like: Some((dtype, Device::Cpu)),
+        };
+        Ok(Self::new(
+            saved.network,
+            saved.likelihood,
+            swag,
+            covariance,
+        )?)
+    }
+}
+
 /// The result of SWAG training.
 #[derive(Clone, Debug)]
 pub struct SwagFit {
     /// The posterior.
-    pub swag: Swag,
+    pub posterior: SwagPosterior,
     /// The mean per-example loss L(θ)/N after each epoch run (the last one possibly partial).
     pub losses: Vec<f64>,
 }
 
-/// Runs the optimiser on the regularised loss of [`train_map`](crate::train_map) from `theta0`
-/// (usually the MAP, for instance [`MapFit::theta`](crate::MapFit::theta)) with a constant
-/// learning rate, and collects SWAG snapshots on the schedule of `config`.
+/// Runs the optimiser on the regularised loss of [`train_map`](bdl_inference::train_map) from
+/// `theta0` (usually the MAP, for instance [`MapEstimate::theta`](bdl_inference::MapEstimate::theta))
+/// with a constant learning rate, and collects SWAG snapshots on the schedule of `config`.
 ///
 /// ```
-/// use bdl_baselines::{Sampling, SnapshotUnit, SwagConfig, SwagCovariance, train_swag};
+/// use bdl_baselines::{SnapshotUnit, SwagConfig, train_swag};
+/// use bdl_inference::{Posterior, PredictOptions, Validate};
 /// use bdl_likelihoods::Likelihood;
-/// use bdl_models::{Activation, Mlp, MlpSpec};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Network};
 /// use bdl_tensor::Seed;
 /// use candle_core::{DType, Device, Tensor};
-/// # fn main() -> Result<(), bdl_baselines::Error> {
-/// let mlp = Mlp::new(MlpSpec::new(&[1, 8, 1], Activation::Tanh))?;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 8, 1], Activation::Tanh))?);
 /// let x = Tensor::arange(0u32, 32, &Device::Cpu)?.to_dtype(DType::F32)?.affine(0.0625, -1.0)?.unsqueeze(1)?;
 /// let y = x.sin()?;
 /// let config = SwagConfig {
@@ -325,47 +492,48 @@ pub struct SwagFit {
 ///     snapshot_unit: SnapshotUnit::Steps,
 ///     rank: 5,
 ///     ..SwagConfig::default()
-/// };
-/// let theta0 = mlp.init(Seed(0), DType::F32, &Device::Cpu)?;
+/// }
+/// .check()?;
+/// let theta0 = net.init(Seed(0), DType::F32, &Device::Cpu)?;
 /// let lik = Likelihood::Gaussian { sigma: 0.1 };
-/// let fit = train_swag(&mlp, &theta0, lik, &x, &y, &config)?;
-/// assert_eq!((fit.swag.n_snapshots(), fit.swag.deviations().len()), (10, 5));
-/// let variances: Vec<f64> = fit.swag.variances(); // for a subnetwork selection
+/// let fit = train_swag(&net, &theta0, lik, &x, &y, &config)?;
+/// let swag = fit.posterior.swag();
+/// assert_eq!((swag.n_snapshots(), swag.deviations().len()), (10, 5));
+/// let variances: Vec<f64> = swag.variances(); // for a subnetwork selection
 /// assert_eq!(variances.len(), 8 + 8 + 8 + 1);
-/// let pred = fit.swag.predictive(&mlp, lik, &x, SwagCovariance::LowRankPlusDiagonal, &Sampling::default())?;
+/// let pred = fit.posterior.predictive(&x, &PredictOptions::default())?;
 /// assert_eq!(pred.mean()?.dims(), &[32, 1]);
 /// # Ok(()) }
 /// ```
 pub fn train_swag(
-    model: &impl Model,
+    network: &Network,
     theta0: &Tensor,
     likelihood: Likelihood,
     x: &Tensor,
     y: &Tensor,
-    config: &SwagConfig,
+    config: &Valid<SwagConfig>,
 ) -> Result<SwagFit> {
-    config.check()?;
+    let stream = config.seed.fork("swag");
+    let data = MinibatchLoop::new(x, y, config.batch_size, stream)?;
     let mut trainer = Trainer::new(
-        model,
-        x.clone(),
-        y.clone(),
+        network,
+        theta0,
+        data,
         likelihood,
         config.prior_precision,
-        config.batch_size,
         config.optimizer,
-        config.seed.fork("swag"),
+        stream,
     )?;
-    let mut swag = Swag::new(model.layout().len(), config.rank);
-    let mut theta = theta0.clone();
+    let mut swag = Swag::new(network.layout().len(), config.rank);
     let mut losses = Vec::new();
     let mut steps = 0;
     while swag.n_snapshots() < config.snapshots {
         let epoch = losses.len();
-        (theta, _) = trainer.epoch(theta, config.learning_rate, |theta| {
+        trainer.epoch(config.learning_rate, |theta| {
             if config.snapshot_unit == SnapshotUnit::Steps {
                 steps += 1;
                 if steps % config.snapshot_every == 0 {
-                    swag.collect(theta)?;
+                    swag.collect(theta).map_err(bdl_inference::Error::from)?;
                     if swag.n_snapshots() == config.snapshots {
                         return Ok(ControlFlow::Break(()));
                     }
@@ -373,19 +541,22 @@ pub fn train_swag(
             }
             Ok(ControlFlow::Continue(()))
         })?;
-        losses.push(trainer.loss(&theta, false, epoch)?);
+        losses.push(trainer.loss(false)?);
         if config.snapshot_unit == SnapshotUnit::Epochs && (epoch + 1) % config.snapshot_every == 0
         {
-            swag.collect(&theta)?;
+            swag.collect(&trainer.theta()?)?;
         }
     }
-    Ok(SwagFit { swag, losses })
+    Ok(SwagFit {
+        posterior: SwagPosterior::new(network.clone(), likelihood, swag, config.covariance)?,
+        losses,
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::train::rows;
+    use bdl_inference::rows;
     use bdl_models::{Activation, Mlp, MlpSpec};
 
     fn snapshot(v: &[f64]) -> Tensor {
@@ -547,24 +718,17 @@ mod tests {
                 ..
             })
         ));
-        assert!(matches!(
-            train_swag(
-                &Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity)).unwrap(),
-                &snapshot(&[0.0, 0.0]),
-                Likelihood::Gaussian { sigma: 1.0 },
-                &snapshot(&[0.0]).unsqueeze(1).unwrap(),
-                &snapshot(&[0.0]).unsqueeze(1).unwrap(),
-                &SwagConfig {
-                    snapshots: 0,
-                    ..SwagConfig::default()
-                }
-            ),
-            Err(Error::InvalidConfig(_))
-        ));
+        let err = SwagConfig {
+            snapshots: 0,
+            ..SwagConfig::default()
+        }
+        .check()
+        .unwrap_err();
+        assert_eq!(err.param, "snapshots");
     }
 
     /// A linear model on y = 2x − 0.5 + noise, 40 points, σ = 0.3, and its ridge solution.
-    fn linear_problem() -> (Mlp, Tensor, Tensor, [f64; 2]) {
+    fn linear_problem() -> (Network, Tensor, Tensor, [f64; 2]) {
         use rand::Rng;
         let mut rng = Seed(5).rng();
         let xs: Vec<f64> = (0..40).map(|i| i as f64 / 20.0 - 1.0).collect();
@@ -584,7 +748,7 @@ mod tests {
         let d = 40.0 / s2 + lambda;
         let det = sxx * d - sx * sx;
         let ridge = [(d * sxy - sx * sy) / det, (sxx * sy - sx * sxy) / det];
-        let model = Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity)).unwrap();
+        let model = Network::from(Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity)).unwrap());
         let x = Tensor::from_vec(xs, (40, 1), &Device::Cpu).unwrap();
         let y = Tensor::from_vec(ys, (40, 1), &Device::Cpu).unwrap();
         (model, x, y, ridge)
@@ -602,41 +766,29 @@ mod tests {
             rank: 3,
             ..SwagConfig::default()
         };
-        let by_epochs = train_swag(&model, &theta0, lik, &x, &y, &base).unwrap();
-        let by_steps = train_swag(
-            &model,
-            &theta0,
-            lik,
-            &x,
-            &y,
-            &SwagConfig {
-                snapshot_every: 2,
-                snapshot_unit: SnapshotUnit::Steps,
-                ..base.clone()
-            },
-        )
-        .unwrap();
+        let train = |config: SwagConfig| {
+            train_swag(&model, &theta0, lik, &x, &y, &config.check().unwrap()).unwrap()
+        };
+        let by_epochs = train(base.clone());
+        let by_steps = train(SwagConfig {
+            snapshot_every: 2,
+            snapshot_unit: SnapshotUnit::Steps,
+            ..base.clone()
+        });
         // Every second step is the end of an epoch: the same snapshots, bit for bit.
         assert_eq!(by_epochs.losses.len(), 6);
         assert_eq!(by_steps.losses, by_epochs.losses);
-        assert_eq!(by_steps.swag.mean(), by_epochs.swag.mean());
-        assert_eq!(by_steps.swag.variances(), by_epochs.swag.variances());
+        let (steps, epochs) = (by_steps.posterior.swag(), by_epochs.posterior.swag());
+        assert_eq!(steps.mean(), epochs.mean());
+        assert_eq!(steps.variances(), epochs.variances());
         // Every third step, seven snapshots: 21 steps, i.e. ten full epochs and one step.
-        let odd = train_swag(
-            &model,
-            &theta0,
-            lik,
-            &x,
-            &y,
-            &SwagConfig {
-                snapshots: 7,
-                snapshot_every: 3,
-                snapshot_unit: SnapshotUnit::Steps,
-                ..base
-            },
-        )
-        .unwrap();
-        assert_eq!(odd.swag.n_snapshots(), 7);
+        let odd = train(SwagConfig {
+            snapshots: 7,
+            snapshot_every: 3,
+            snapshot_unit: SnapshotUnit::Steps,
+            ..base
+        });
+        assert_eq!(odd.posterior.swag().n_snapshots(), 7);
         assert_eq!(odd.losses.len(), 11);
     }
 
@@ -653,44 +805,38 @@ mod tests {
             snapshots: 50,
             rank: 10,
             ..SwagConfig::default()
-        };
+        }
+        .check()
+        .unwrap();
         let fit = train_swag(&model, &snapshot(&ridge), lik, &x, &y, &config).unwrap();
-        let var = fit.swag.variances();
+        let swag = fit.posterior.swag();
+        let var = swag.variances();
         for i in 0..2 {
             assert!(var[i] > 0.0);
             assert!(
-                (fit.swag.mean()[i] - ridge[i]).abs() <= 3.0 * var[i].sqrt(),
+                (swag.mean()[i] - ridge[i]).abs() <= 3.0 * var[i].sqrt(),
                 "{:?} vs {ridge:?}, var {var:?}",
-                fit.swag.mean()
+                swag.mean()
             );
         }
         // The predictive mixes S = 8 draws, draw s from the stream seed.index(s).
-        let sampling = Sampling {
+        let options = PredictOptions {
             samples: 8,
             seed: Seed(2),
+            ..PredictOptions::default()
         };
         let xt = rows(&x, &[0, 20, 39]).unwrap();
-        let pred = fit
-            .swag
-            .predictive(
-                &model,
-                lik,
-                &xt,
-                SwagCovariance::LowRankPlusDiagonal,
-                &sampling,
-            )
-            .unwrap();
+        let pred = fit.posterior.predictive(&xt, &options).unwrap();
         let Predictive::GaussianMixture { means, .. } = &pred else {
             panic!("expected a Gaussian mixture, got {pred:?}");
         };
         assert_eq!(means.dims(), &[8, 3, 1]);
         let mut average = vec![0.0; 3];
         for s in 0..8 {
-            let theta = fit
-                .swag
+            let theta = swag
                 .sample(
                     SwagCovariance::LowRankPlusDiagonal,
-                    &mut sampling.seed.index(s).rng(),
+                    &mut options.seed.index(s).rng(),
                 )
                 .unwrap();
             let f: Vec<Vec<f64>> = model.forward(&theta, &xt).unwrap().to_vec2().unwrap();

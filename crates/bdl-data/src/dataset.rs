@@ -354,6 +354,37 @@ pub fn holdout_indices(n: usize, fraction: f64, seed: Seed) -> Result<(Vec<usize
     Ok((rest, out))
 }
 
+/// The seeded K-fold partition of `n` rows: fold j validates on the j-th of K near-equal parts
+/// of one seeded permutation (rows j·n/K .. (j+1)·n/K) and fits on the rest; both parts sorted.
+///
+/// ```
+/// use bdl_tensor::Seed;
+/// let folds = bdl_data::k_fold_indices(10, 3, Seed(1)).unwrap();
+/// assert_eq!(folds.iter().map(|(_, v)| v.len()).collect::<Vec<_>>(), [3, 3, 4]);
+/// let mut seen: Vec<usize> = folds.iter().flat_map(|(_, v)| v.clone()).collect();
+/// seen.sort_unstable();
+/// assert_eq!(seen, (0..10).collect::<Vec<_>>()); // every row validated once
+/// ```
+pub fn k_fold_indices(n: usize, k: usize, seed: Seed) -> Result<Vec<(Vec<usize>, Vec<usize>)>> {
+    if k < 2 || k > n {
+        return Err(Error::InvalidArgument(format!(
+            "K-fold splits need 2 <= K <= N, got K = {k} for N = {n}"
+        )));
+    }
+    let mut perm: Vec<usize> = (0..n).collect();
+    perm.shuffle(&mut seed.rng());
+    Ok((0..k)
+        .map(|j| {
+            let (lo, hi) = (j * n / k, (j + 1) * n / k);
+            let mut val = perm[lo..hi].to_vec();
+            let mut fit: Vec<usize> = perm[..lo].iter().chain(&perm[hi..]).copied().collect();
+            val.sort_unstable();
+            fit.sort_unstable();
+            (fit, val)
+        })
+        .collect())
+}
+
 /// Builds a regression data set from row-major `x` (`n × d`) and `y` (`n × k`) in f64.
 pub(crate) fn regression(
     x: &[f64],

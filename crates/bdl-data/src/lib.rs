@@ -60,7 +60,7 @@ pub mod toy;
 pub mod transforms;
 pub mod uci;
 
-pub use dataset::{Dataset, ImageShape, Provenance, Task, holdout_indices};
+pub use dataset::{Dataset, ImageShape, Provenance, Task, holdout_indices, k_fold_indices};
 pub use error::{Error, Result};
 pub use minibatch::{Epoch, Minibatches};
-pub use standardize::{MIN_STD, Standardization, Standardizer};
+pub use standardize::{MIN_STD, Standardization, StandardizedSplit, Standardizer};

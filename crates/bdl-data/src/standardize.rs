@@ -26,6 +26,51 @@ use crate::{Dataset, Error, Result, Task};
 /// Below this, a standard deviation is treated as zero and replaced by 1.
 pub const MIN_STD: f64 = 1e-10;
 
+/// A regression train / test pair standardised with the training statistics (inputs and
+/// targets per column), then cast to f64 (the data sets store f32, and the transform runs in
+/// their dtype), with the target standardiser for going back to the original units.
+///
+/// ```
+/// use bdl_data::StandardizedSplit;
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let (train, test) = bdl_data::toy::agw_1d(&bdl_data::root::fixtures())?.holdout(0.2, bdl_tensor::Seed(0))?;
+/// let split = StandardizedSplit::new(&train, &test)?;
+/// let mean: f64 = split.y_train.mean_all()?.to_scalar()?;
+/// assert!(mean.abs() < 1e-6); // mean 0, up to the f32 rounding of the stored data
+/// assert_eq!(split.y_scale.std().len(), 1);
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct StandardizedSplit {
+    /// Standardised training inputs.
+    pub x_train: Tensor,
+    /// Standardised training targets.
+    pub y_train: Tensor,
+    /// Test inputs, standardised with the training statistics.
+    pub x_test: Tensor,
+    /// Test targets, standardised with the training statistics.
+    pub y_test: Tensor,
+    /// The targets' standardiser (σ_y converts RMSE and log-densities back).
+    pub y_scale: Standardizer,
+}
+
+impl StandardizedSplit {
+    /// Fits the standardisers on `train` and applies them to both sets.
+    pub fn new(train: &Dataset, test: &Dataset) -> Result<Self> {
+        let (sx, sy) = (Standardizer::fit(train.x())?, Standardizer::fit(train.y())?);
+        let f64_of = |s: &Standardizer, t: &Tensor| -> Result<Tensor> {
+            Ok(s.transform(t)?.to_dtype(DType::F64)?)
+        };
+        Ok(Self {
+            x_train: f64_of(&sx, train.x())?,
+            y_train: f64_of(&sy, train.y())?,
+            x_test: f64_of(&sx, test.x())?,
+            y_test: f64_of(&sy, test.y())?,
+            y_scale: sy,
+        })
+    }
+}
+
 /// Per-column (or global) location and scale fitted on training data.
 ///
 /// ```

@@ -4,10 +4,12 @@
 //! - [`metrics`]: RMSE and test log-likelihood for regression; accuracy, NLL, Brier score and
 //!   expected calibration error for classification; mean ± standard error over repeats.
 //! - [`plot`]: small, dependency-free SVG figures (lines, ± bands, points; panels in a grid).
+//! - [`stats`]: medians and the paired t-test over repeated runs.
 //! - [`table`]: Markdown tables.
 
 pub mod metrics;
 pub mod plot;
+pub mod stats;
 pub mod table;
 
 mod error;

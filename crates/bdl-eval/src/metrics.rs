@@ -16,6 +16,32 @@ pub fn mean_log_lik(pred: &Predictive, y: &Tensor) -> Result<f64> {
     Ok(ll.iter().sum::<f64>() / ll.len() as f64)
 }
 
+/// The joint test log-likelihood of the Vadam code, (1/N) log((1/S) Σ_s Π_n p(y_n | θ_s)):
+/// the mixture over components s of the whole test set's likelihood (not the standard per-point
+/// definition, [`mean_log_lik`]; for a single Gaussian or categorical predictive the two agree).
+///
+/// ```
+/// use bdl_likelihoods::Predictive;
+/// use candle_core::{Device, Tensor};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // Components N(0, 1) and N(2, 1) at two points y = (0, 2).
+/// let means = Tensor::new(&[[[0.0f64], [0.0]], [[2.0], [2.0]]], &Device::Cpu)?;
+/// let pred = Predictive::gaussian_mixture(&means, &means.ones_like()?)?;
+/// let y = Tensor::new(&[[0.0f64], [2.0]], &Device::Cpu)?;
+/// let joint = bdl_eval::metrics::joint_log_lik(&pred, &y)?;
+/// let per_point = bdl_eval::metrics::mean_log_lik(&pred, &y)?;
+/// assert!(joint < per_point); // neither component fits both points
+/// # Ok(()) }
+/// ```
+pub fn joint_log_lik(pred: &Predictive, y: &Tensor) -> Result<f64> {
+    let components: Vec<Vec<f64>> = pred.component_log_lik(y)?.to_dtype(DType::F64)?.to_vec2()?;
+    let n = components.first().map_or(0, Vec::len) as f64;
+    let totals: Vec<f64> = components.iter().map(|c| c.iter().sum()).collect();
+    let top = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let lse = top + totals.iter().map(|t| (t - top).exp()).sum::<f64>().ln();
+    Ok((lse - (totals.len() as f64).ln()) / n)
+}
+
 /// The root mean squared error of the predictive mean, √((1/NK) Σ (E(y) − y)²).
 pub fn rmse(pred: &Predictive, y: &Tensor) -> Result<f64> {
     let mean = to_f64(&pred.mean()?)?;

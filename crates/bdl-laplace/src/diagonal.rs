@@ -1,41 +1,56 @@
 //! The diagonal Laplace posterior over all parameters: q(θ) = N(θ̂, diag(σ²)),
 //! σ_d² = 1 / (h_dd + λ_d) with h the GGN diagonal.
 
-use bdl_likelihoods::Likelihood;
-use bdl_models::Model;
+use std::path::Path;
+
+use bdl_inference::checkpoint::{self, Header};
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Valid};
+use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_models::{Model, Network};
+use bdl_tensor::Seed;
 use candle_core::Tensor;
 
 use crate::{LaplaceConfig, LinearizedPosterior, Result};
 
-/// A diagonal (mean-field) Laplace posterior over every parameter.
+/// A diagonal (mean-field) Laplace posterior over every parameter of a MAP estimate.
 #[derive(Clone, Debug)]
 pub struct DiagLaplace {
+    map: MapEstimate,
+    config: LaplaceConfig,
     ggn_diagonal: Vec<f64>,
     prior: Vec<f64>,
     variances: Vec<f64>,
-    batch_size: usize,
 }
 
 impl DiagLaplace {
-    /// Fits the posterior at the MAP `theta` on the training inputs `x` (`config`'s subset
-    /// scaling of the prior does not apply: the posterior covers every parameter).
-    pub fn fit(
-        model: &impl Model,
-        theta: &Tensor,
-        likelihood: &Likelihood,
-        x: &Tensor,
-        config: &LaplaceConfig,
+    /// Fits the posterior at the MAP estimate `map` on the training inputs `x` (`config`'s
+    /// subset scaling of the prior does not apply: the posterior covers every parameter).
+    pub fn fit(map: &MapEstimate, x: &Tensor, config: &Valid<LaplaceConfig>) -> Result<Self> {
+        let ggn_diagonal = crate::ggn_diagonal(
+            map.network(),
+            map.theta(),
+            &map.likelihood(),
+            x,
+            config.batch_size,
+        )?;
+        Self::from_ggn_diagonal(map.clone(), ggn_diagonal, config)
+    }
+
+    fn from_ggn_diagonal(
+        map: MapEstimate,
+        ggn_diagonal: Vec<f64>,
+        config: &Valid<LaplaceConfig>,
     ) -> Result<Self> {
-        let d = model.layout().len();
-        let ggn_diagonal = crate::ggn_diagonal(model, theta, likelihood, x, config.batch_size)?;
+        let d = map.network().layout().len();
         let all: Vec<usize> = (0..d).collect();
         let prior = config.prior.for_subset(&all, d, false)?;
         let variances = crate::selection::diagonal_variances(&ggn_diagonal, &prior);
         Ok(Self {
+            map,
+            config: (**config).clone(),
             ggn_diagonal,
             prior,
             variances,
-            batch_size: config.batch_size.max(1),
         })
     }
 
@@ -56,10 +71,14 @@ impl DiagLaplace {
 }
 
 impl LinearizedPosterior for DiagLaplace {
+    fn estimate(&self) -> &MapEstimate {
+        &self.map
+    }
+
     /// J(x_n) diag(σ²) J(x_n)ᵀ at each row of `x`, shape `[N, K, K]` (f64).
-    fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
+    fn f_covariance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
         let all: Vec<usize> = (0..self.variances.len()).collect();
-        crate::linearized::f_covariance(model, theta, x, &all, self.batch_size, |mut w| {
+        crate::linearized::f_covariance(&self.map, x, &all, batch_size, |mut w| {
             for (d, var) in self.variances.iter().enumerate() {
                 let sd = var.sqrt();
                 for c in 0..w.ncols() {
@@ -67,5 +86,85 @@ impl LinearizedPosterior for DiagLaplace {
                 }
             }
         })
+    }
+}
+
+const KIND: &str = "diag-laplace";
+
+impl Posterior for DiagLaplace {
+    fn method(&self) -> &str {
+        "diagonal Laplace"
+    }
+
+    fn network(&self) -> &Network {
+        self.map.network()
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.map.likelihood()
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        Ok(self.linearized_predictive(x, options)?)
+    }
+
+    /// `n` draws θ̂ + σ∘z, z ~ N(0, I), draw i from the stream `seed.index(i)`.
+    fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        let theta = self.map.theta();
+        let mean = bdl_tensor::to_f64_vec(theta)?;
+        let d = mean.len();
+        let mut out = Vec::with_capacity(n * d);
+        for i in 0..n as u64 {
+            let z = bdl_tensor::normal(
+                &mut seed.index(i).rng(),
+                d,
+                0.0,
+                1.0,
+                candle_core::DType::F64,
+                &candle_core::Device::Cpu,
+            )?;
+            let z = bdl_tensor::to_f64_vec(&z)?;
+            out.extend(
+                mean.iter()
+                    .zip(&self.variances)
+                    .zip(z)
+                    .map(|((m, v), z)| m + v.sqrt() * z),
+            );
+        }
+        Ok(Some(
+            Tensor::from_vec(out, (n, d), theta.device())?.to_dtype(theta.dtype())?,
+        ))
+    }
+
+    /// Saves θ̂ and the GGN diagonal; the variances follow from them and the config.
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let header = Header {
+            kind: KIND,
+            network: self.map.network(),
+            likelihood: self.map.likelihood(),
+            seed: None,
+            config: &self.config,
+        };
+        let tensors = vec![
+            ("theta", self.map.theta().clone()),
+            (
+                "ggn_diagonal",
+                checkpoint::vector_tensor(&self.ggn_diagonal)?,
+            ),
+        ];
+        checkpoint::save(path, &header, tensors)
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        let mut saved = checkpoint::load::<Valid<LaplaceConfig>>(path, KIND)?;
+        let d = saved.network.layout().len();
+        let theta = saved.params("theta")?;
+        let h = saved.vector("ggn_diagonal", d)?;
+        let map = MapEstimate::new(saved.network, theta, saved.likelihood)?;
+        Ok(Self::from_ggn_diagonal(map, h, &saved.config)?)
     }
 }

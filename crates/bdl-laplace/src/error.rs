@@ -4,21 +4,9 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An error of the tensor layer.
+    /// An error of the shared inference layer (configuration, model, likelihood, checkpoints).
     #[error(transparent)]
-    Tensor(#[from] bdl_tensor::Error),
-
-    /// An error of the model.
-    #[error(transparent)]
-    Model(#[from] bdl_models::Error),
-
-    /// An error of the likelihood.
-    #[error(transparent)]
-    Likelihood(#[from] bdl_likelihoods::Error),
-
-    /// An error raised by candle itself.
-    #[error(transparent)]
-    Candle(#[from] candle_core::Error),
+    Inference(#[from] bdl_inference::Error),
 
     /// The posterior precision H + Λ₀ has no Cholesky factor.
     #[error(
@@ -34,10 +22,17 @@ pub enum Error {
         pivot: usize,
     },
 
-    /// An argument outside its valid range.
-    #[error("invalid argument: {0}")]
-    InvalidArgument(String),
+    /// The eigendecomposition of the GGN did not converge.
+    #[error("the eigendecomposition of the {size}×{size} GGN failed: {reason}")]
+    Eigendecomposition {
+        /// The dimension of the GGN.
+        size: usize,
+        /// What faer reported.
+        reason: String,
+    },
 }
+
+bdl_inference::method_error!(Error, "bdl-laplace");
 
 /// The result type of the Laplace crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -12,16 +12,18 @@
 //! the validation predictive at every candidate: with U = J_val V,
 //! Var(f_val) = Σ_i U_i² / (g_i/σ² + λ).
 
+use bdl_inference::{InvalidParam, MapEstimate, Optimizer, OptimizerState, Posterior, Validate};
 use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood};
 use bdl_models::Model;
 use candle_core::{DType, Tensor};
 use faer::{Mat, Side};
 
-use crate::{Error, Result, SubnetLaplace};
+use crate::{Error, LaplaceConfig, PriorPrecision, Result, SubnetLaplace};
 
 /// The log evidence of a subnetwork Laplace as a function of (λ, σ).
 #[derive(Debug)]
 pub struct Evidence {
+    map: MapEstimate,
     subset: Vec<usize>,
     theta_s: Vec<f64>,
     eigenvalues: Vec<f64>,
@@ -46,16 +48,16 @@ pub struct Tuned {
 }
 
 impl Evidence {
-    /// Computes G for `subset` on the training data (x, y) at the MAP and decomposes it.
+    /// Computes G for `subset` on the training data (x, y) at the MAP estimate and decomposes
+    /// it; the GGN is accumulated `batch_size` rows at a time.
     pub fn new(
-        model: &impl Model,
-        theta: &Tensor,
-        likelihood: &Likelihood,
+        map: &MapEstimate,
         x: &Tensor,
         y: &Tensor,
         subset: Vec<usize>,
         batch_size: usize,
     ) -> Result<Self> {
+        let (model, theta, likelihood) = (map.network(), map.theta(), &map.likelihood());
         let f = model.forward(theta, x)?.to_dtype(DType::F64)?;
         let (unit, residuals, log_lik) = match likelihood {
             Likelihood::Gaussian { .. } => {
@@ -77,14 +79,18 @@ impl Evidence {
             }
         };
         let g = crate::ggn(model, theta, &unit, x, &subset, batch_size)?;
-        let evd = g.self_adjoint_eigen(Side::Lower).map_err(|e| {
-            Error::InvalidArgument(format!("eigendecomposition of the GGN failed: {e:?}"))
-        })?;
+        let evd = g
+            .self_adjoint_eigen(Side::Lower)
+            .map_err(|e| Error::Eigendecomposition {
+                size: subset.len(),
+                reason: format!("{e:?}"),
+            })?;
         let eigenvalues = (0..subset.len())
             .map(|i| evd.S().column_vector()[i].max(0.0))
             .collect();
         let all: Vec<f64> = theta.to_dtype(DType::F64)?.to_vec1()?;
         Ok(Self {
+            map: map.clone(),
             theta_s: subset.iter().map(|&i| all[i]).collect(),
             subset,
             eigenvalues,
@@ -150,22 +156,21 @@ impl Evidence {
     /// Maximises log Z over (log λ, log σ) by gradient ascent (Adam on the log parameters; each
     /// step is O(s)), from (λ₀, σ₀).
     pub fn maximize(&self, lambda0: f64, sigma0: f64) -> Result<Tuned> {
-        if !(lambda0 > 0.0 && sigma0 > 0.0) {
-            return Err(Error::InvalidArgument(format!(
-                "the search needs λ₀ > 0 and σ₀ > 0, got {lambda0}, {sigma0}"
-            )));
-        }
+        bdl_inference::positive("lambda0", lambda0)?;
+        bdl_inference::positive("sigma0", sigma0)?;
         let mut p = [lambda0.ln(), sigma0.ln()];
-        let (mut m, mut v) = ([0.0; 2], [0.0; 2]);
-        let (lr, b1, b2) = (0.05, 0.9, 0.999);
-        for t in 1..=3000 {
-            let g = self.gradient(p[0].exp(), p[1].exp());
-            for i in 0..2 {
-                m[i] = b1 * m[i] + (1.0 - b1) * g[i];
-                v[i] = b2 * v[i] + (1.0 - b2) * g[i] * g[i];
-                let (mh, vh) = (m[i] / (1.0 - b1.powi(t)), v[i] / (1.0 - b2.powi(t)));
-                p[i] += lr * mh / (vh.sqrt() + 1e-12);
-            }
+        // Ascent on log Z is Adam's descent on −log Z.
+        let mut adam = OptimizerState::new(
+            Optimizer::Adam {
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-12,
+            },
+            2,
+        );
+        for _ in 0..3000 {
+            let [dl, ds] = self.gradient(p[0].exp(), p[1].exp());
+            adam.step(&mut p, &[-dl, -ds], 0.05);
         }
         let (lambda, sigma) = (p[0].exp(), p[1].exp());
         Ok(Tuned {
@@ -175,7 +180,9 @@ impl Evidence {
         })
     }
 
-    /// The posterior at (λ, σ), rebuilt from the spectrum: P_S = V diag(g/σ² + λ) Vᵀ.
+    /// The posterior at (λ, σ), rebuilt from the spectrum: P_S = V diag(g/σ² + λ) Vᵀ. It owns
+    /// the MAP estimate with σ as its Gaussian likelihood's noise, so its predictive uses the
+    /// tuned σ.
     pub fn posterior(&self, lambda: f64, sigma: f64) -> Result<SubnetLaplace> {
         let c = self.precision_scale(sigma);
         let v = &self.eigenvectors;
@@ -183,24 +190,27 @@ impl Evidence {
             v[(i, j)] * c * self.eigenvalues[j]
         });
         let ggn = &scaled * v.transpose();
-        let prior = vec![lambda; self.subset.len()];
-        SubnetLaplace::from_ggn(
-            ggn,
-            self.subset.clone(),
-            self.theta_s.clone(),
-            prior,
-            self.batch_size,
-        )
+        let config = LaplaceConfig {
+            prior: PriorPrecision::Scalar(lambda),
+            scale_prior_to_subset: false,
+            batch_size: self.batch_size,
+        }
+        .check()?;
+        let map = self.map.with_likelihood(self.tuned_likelihood(sigma))?;
+        SubnetLaplace::from_ggn(map, self.subset.clone(), ggn, &config)
+    }
+
+    /// The likelihood with noise σ (for a Gaussian; classification likelihoods have none).
+    fn tuned_likelihood(&self, sigma: f64) -> Likelihood {
+        match self.likelihood {
+            Likelihood::Gaussian { .. } => Likelihood::Gaussian { sigma },
+            other => other,
+        }
     }
 
     /// Prepares the validation log-likelihood of every later (λ, σ) candidate on (x_val, y_val).
-    pub fn validation(
-        &self,
-        model: &impl Model,
-        theta: &Tensor,
-        x_val: &Tensor,
-        y_val: &Tensor,
-    ) -> Result<Validation> {
+    pub fn validation(&self, x_val: &Tensor, y_val: &Tensor) -> Result<Validation> {
+        let (model, theta) = (self.map.network(), self.map.theta());
         let cache = model.forward_cached(theta, x_val)?;
         let j = model
             .jacobian(theta, &cache, &self.subset)?
@@ -226,11 +236,7 @@ impl Evidence {
             })
             .collect();
         let var = Tensor::from_vec(var, val.mean.shape(), val.mean.device())?;
-        let likelihood = match self.likelihood {
-            Likelihood::Gaussian { .. } => Likelihood::Gaussian { sigma },
-            other => other,
-        };
-        let pred = likelihood.predictive(
+        let pred = self.tuned_likelihood(sigma).predictive(
             &val.mean,
             &FunctionVariance::Diagonal(var),
             ClassLink::Probit,
@@ -252,7 +258,7 @@ impl Evidence {
                 best = Some((lambda, sigma, ll));
             }
         }
-        best.ok_or_else(|| Error::InvalidArgument("grid search over no candidates".into()))
+        best.ok_or_else(|| InvalidParam::new("candidates", "none", "at least one (λ, σ)").into())
     }
 }
 

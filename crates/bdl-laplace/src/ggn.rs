@@ -15,7 +15,7 @@ use crate::Result;
 
 /// The rows of x in consecutive minibatches of at most `batch_size` (at least one row each).
 fn batches(x: &Tensor, batch_size: usize) -> Result<Vec<Tensor>> {
-    let n = x.dims()[0];
+    let n = bdl_inference::n_rows(x, "x")?;
     let size = batch_size.max(1);
     (0..n.div_ceil(size))
         .map(|b| {

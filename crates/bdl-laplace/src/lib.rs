@@ -31,8 +31,3 @@ pub use ggn::{ggn, ggn_diagonal};
 pub use linearized::LinearizedPosterior;
 pub use posterior::{LaplaceConfig, SubnetLaplace};
 pub use prior::PriorPrecision;
-
-/// The README's examples, compiled and run as doctests.
-#[cfg(doctest)]
-#[doc = include_str!("../../../README.md")]
-struct ReadmeExamples;

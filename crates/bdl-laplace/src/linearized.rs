@@ -6,7 +6,8 @@
 //! J_Sᵀ ↦ Aᵀ J_Sᵀ (a triangular solve for a Cholesky-factored precision, a row scaling for a
 //! diagonal covariance).
 
-use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood, Predictive};
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Validate};
+use bdl_likelihoods::{FunctionVariance, Predictive};
 use bdl_models::Model;
 use candle_core::{DType, Device, Tensor};
 use faer::MatMut;
@@ -16,15 +17,15 @@ use crate::Result;
 /// J_S Σ_S J_Sᵀ at each row of `x`, shape `[N, K, K]` (f64), where `whiten` turns J_Sᵀ into
 /// W = Aᵀ J_Sᵀ in place, for Σ_S = A Aᵀ.
 pub(crate) fn f_covariance(
-    model: &impl Model,
-    theta: &Tensor,
+    map: &MapEstimate,
     x: &Tensor,
     subset: &[usize],
     batch_size: usize,
     whiten: impl Fn(MatMut<'_, f64>),
 ) -> Result<Tensor> {
+    let (model, theta) = (map.network(), map.theta());
     let k = model.n_outputs();
-    let n = x.dims()[0];
+    let n = bdl_inference::n_rows(x, "x")?;
     let mut out = Vec::with_capacity(n * k * k);
     for start in (0..n).step_by(batch_size.max(1)) {
         let xb = x.narrow(0, start, batch_size.max(1).min(n - start))?;
@@ -47,26 +48,30 @@ pub(crate) fn f_covariance(
     Ok(Tensor::from_vec(out, (n, k, k), &Device::Cpu)?.to_device(x.device())?)
 }
 
-/// A Gaussian posterior whose predictive is the linearization of the network at the MAP.
+/// A Gaussian posterior whose predictive is the linearization of the network at its MAP
+/// estimate.
 ///
-/// Implementors give the output covariance J Σ Jᵀ; the predictive N(f(x; θ̂), J Σ Jᵀ) pushed
-/// through the likelihood (+ σ² for a Gaussian likelihood, the `link` for classification) is
-/// shared. Its mean is the MAP output.
+/// Implementors give the MAP estimate and the output covariance J Σ Jᵀ; the predictive
+/// N(f(x; θ̂), J Σ Jᵀ) pushed through the likelihood (+ σ² for a Gaussian likelihood, the
+/// options' link for classification) is shared. Its mean is the MAP output.
 pub trait LinearizedPosterior {
-    /// J(x_n) Σ J(x_n)ᵀ at each row of `x`, shape `[N, K, K]` (f64).
-    fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor>;
+    /// The MAP estimate the posterior is centred on (network, θ̂, likelihood).
+    fn estimate(&self) -> &MapEstimate;
+
+    /// J(x_n) Σ J(x_n)ᵀ at each row of `x`, shape `[N, K, K]` (f64), evaluated `batch_size`
+    /// rows at a time.
+    fn f_covariance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor>;
 
     /// The linearized predictive at the rows of `x`.
-    fn predictive(
-        &self,
-        model: &impl Model,
-        theta: &Tensor,
-        likelihood: &Likelihood,
-        x: &Tensor,
-        link: ClassLink,
-    ) -> Result<Predictive> {
-        let cov = self.f_covariance(model, theta, x)?;
-        let mean = model.forward(theta, x)?.to_dtype(DType::F64)?;
-        Ok(likelihood.predictive(&mean, &FunctionVariance::Full(cov), link)?)
+    fn linearized_predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive> {
+        options.validate()?;
+        let map = self.estimate();
+        let cov = self.f_covariance(x, options.batch_size)?;
+        let mean = map.outputs(x, options.batch_size)?.to_dtype(DType::F64)?;
+        Ok(map.likelihood().predictive(
+            &mean,
+            &FunctionVariance::Full(cov),
+            options.class_link(),
+        )?)
     }
 }

@@ -6,8 +6,12 @@
 
 use std::path::Path;
 
-use bdl_likelihoods::Likelihood;
-use bdl_models::Model;
+use bdl_inference::checkpoint::{self, Header};
+use bdl_inference::{
+    InvalidParam, MapEstimate, Posterior, PredictOptions, Valid, Validate, at_least_one,
+};
+use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use faer::dyn_stack::{MemBuffer, MemStack};
@@ -20,13 +24,25 @@ use serde::{Deserialize, Serialize};
 use crate::{Error, LinearizedPosterior, PriorPrecision, Result};
 
 /// How to fit a Laplace posterior.
-#[derive(Clone, Debug, PartialEq)]
+///
+/// ```
+/// use bdl_inference::Validate;
+/// use bdl_laplace::{LaplaceConfig, PriorPrecision};
+/// let config: LaplaceConfig = serde_json::from_str(
+///     r#"{"prior": {"scalar": 3.0}, "scale_prior_to_subset": true}"#,
+/// ).unwrap();
+/// assert_eq!((config.prior.clone(), config.batch_size), (PriorPrecision::Scalar(3.0), 256));
+/// let bad = LaplaceConfig { prior: PriorPrecision::Scalar(-1.0), ..config };
+/// assert_eq!(bad.check().unwrap_err().param, "prior");
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct LaplaceConfig {
     /// The prior precision (scalar or per parameter).
     pub prior: PriorPrecision,
     /// Scale the prior precision by |S|/D (λ_S = λ·S/D).
     pub scale_prior_to_subset: bool,
-    /// Rows per minibatch when accumulating the GGN and evaluating Jacobians.
+    /// Rows per minibatch when accumulating the GGN.
     pub batch_size: usize,
 }
 
@@ -40,74 +56,76 @@ impl Default for LaplaceConfig {
     }
 }
 
-const SIDECAR_FORMAT: &str = "bdl-laplace subnetwork posterior v1";
-
-/// The JSON sidecar of a saved posterior.
-#[derive(Serialize, Deserialize)]
-struct Sidecar {
-    format: String,
-    batch_size: usize,
+impl Validate for LaplaceConfig {
+    /// Every prior precision finite and ≥ 0, at least one row per batch.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        self.prior.validate()?;
+        at_least_one("batch_size", self.batch_size)
+    }
 }
 
-/// A full-covariance Laplace posterior over the parameter subset S.
+/// A full-covariance Laplace posterior over the parameter subset S of a MAP estimate.
 ///
 /// P_S = H_S + diag(λ_S) with H_S the GGN of the subset (Λ includes σ⁻² for a Gaussian
 /// likelihood), factored once by Cholesky, P_S = L Lᵀ. Two s × s matrices are kept, H_S and L
-/// (factored in place): 16·s² bytes, 6.4 GB at s = 20,000.
+/// (factored in place): 16·s² bytes, 6.4 GB at s = 20,000. It owns the MAP estimate (network,
+/// θ̂, likelihood with its σ) its predictive linearizes.
 #[derive(Debug)]
 pub struct SubnetLaplace {
+    map: MapEstimate,
+    config: LaplaceConfig,
     subset: Vec<usize>,
     theta_s: Vec<f64>,
     ggn: Mat<f64>,
     prior: Vec<f64>,
     /// The Cholesky factor L in the lower triangle (the upper triangle is not read).
     factor: Mat<f64>,
-    batch_size: usize,
 }
 
 impl SubnetLaplace {
-    /// Fits the posterior at the MAP `theta` on the training inputs `x`.
+    /// Fits the posterior over `subset` at the MAP estimate `map` on the training inputs `x`.
     pub fn fit(
-        model: &impl Model,
-        theta: &Tensor,
-        likelihood: &Likelihood,
+        map: &MapEstimate,
         x: &Tensor,
         subset: Vec<usize>,
-        config: &LaplaceConfig,
+        config: &Valid<LaplaceConfig>,
     ) -> Result<Self> {
-        let d = model.layout().len();
-        if let Some(&bad) = subset.iter().find(|&&i| i >= d) {
-            return Err(bdl_models::Error::ParamIndex { index: bad, len: d }.into());
-        }
-        let ggn = crate::ggn(model, theta, likelihood, x, &subset, config.batch_size)?;
-        let prior = config
-            .prior
-            .for_subset(&subset, d, config.scale_prior_to_subset)?;
-        let all: Vec<f64> = theta.to_dtype(DType::F64)?.to_vec1()?;
-        let theta_s = subset.iter().map(|&i| all[i]).collect();
-        Self::from_ggn(ggn, subset, theta_s, prior, config.batch_size)
+        check_subset(&subset, map.network().layout().len())?;
+        let ggn = crate::ggn(
+            map.network(),
+            map.theta(),
+            &map.likelihood(),
+            x,
+            &subset,
+            config.batch_size,
+        )?;
+        Self::from_ggn(map.clone(), subset, ggn, config)
     }
 
     /// Builds the posterior from a GGN already computed for `subset`, factoring
     /// P_S = H_S + diag(λ_S) by Cholesky.
     pub fn from_ggn(
-        ggn: Mat<f64>,
+        map: MapEstimate,
         subset: Vec<usize>,
-        theta_s: Vec<f64>,
-        prior: Vec<f64>,
-        batch_size: usize,
+        ggn: Mat<f64>,
+        config: &Valid<LaplaceConfig>,
     ) -> Result<Self> {
+        let d = map.network().layout().len();
+        check_subset(&subset, d)?;
         let s = subset.len();
-        if ggn.nrows() != s || ggn.ncols() != s || theta_s.len() != s || prior.len() != s {
-            return Err(Error::InvalidArgument(format!(
-                "subnetwork of {s} parameters needs an {s}×{s} GGN and {s} MAP values and prior \
-                 precisions, got {}×{}, {} and {}",
-                ggn.nrows(),
-                ggn.ncols(),
-                theta_s.len(),
-                prior.len()
-            )));
+        if ggn.nrows() != s || ggn.ncols() != s {
+            return Err(bdl_tensor::Error::ShapeMismatch {
+                context: format!("the GGN of a subnetwork of {s} parameters"),
+                expected: vec![s, s],
+                actual: vec![ggn.nrows(), ggn.ncols()],
+            }
+            .into());
         }
+        let prior = config
+            .prior
+            .for_subset(&subset, d, config.scale_prior_to_subset)?;
+        let all = bdl_tensor::to_f64_vec(map.theta())?;
+        let theta_s = subset.iter().map(|&i| all[i]).collect();
         let mut factor = Mat::from_fn(s, s, |i, j| if i >= j { ggn[(i, j)] } else { 0.0 });
         for (i, l) in prior.iter().enumerate() {
             factor[(i, i)] += l;
@@ -132,12 +150,13 @@ impl SubnetLaplace {
             }
         })?;
         Ok(Self {
+            map,
+            config: (**config).clone(),
             subset,
             theta_s,
             ggn,
             prior,
             factor,
-            batch_size: batch_size.max(1),
         })
     }
 
@@ -211,10 +230,10 @@ impl SubnetLaplace {
         log_lik - 0.5 * (self.log_det_precision() - log_det_prior + scatter)
     }
 
-    /// `n` draws of the full parameter vector, shape `[n, D]` in `theta`'s dtype: θ̂ outside S,
-    /// θ_S = θ̂_S + L⁻ᵀ z inside, z ~ N(0, I) from a seeded stream, so that
-    /// Cov(θ_S) = (L Lᵀ)⁻¹ = Σ_S.
-    pub fn sample(&self, theta: &Tensor, n: usize, seed: Seed) -> Result<Tensor> {
+    /// `n` draws of the full parameter vector, shape `[n, D]` in θ̂'s dtype: θ̂ outside S,
+    /// θ_S = θ̂_S + L⁻ᵀ z inside, z ~ N(0, I) from the stream `seed.fork("laplace-sample")`,
+    /// so that Cov(θ_S) = (L Lᵀ)⁻¹ = Σ_S.
+    pub fn sample(&self, n: usize, seed: Seed) -> Result<Tensor> {
         let s = self.subset.len();
         let mut rng = seed.fork("laplace-sample").rng();
         let mut z = Mat::<f64>::zeros(s, n);
@@ -228,7 +247,8 @@ impl SubnetLaplace {
             z.as_mut(),
             faer::get_global_parallelism(),
         );
-        let map: Vec<f64> = theta.to_dtype(DType::F64)?.to_vec1()?;
+        let theta = self.map.theta();
+        let map = bdl_tensor::to_f64_vec(theta)?;
         let d = map.len();
         let mut out = Vec::with_capacity(n * d);
         for j in 0..n {
@@ -240,81 +260,98 @@ impl SubnetLaplace {
         }
         Ok(Tensor::from_vec(out, (n, d), theta.device())?.to_dtype(theta.dtype())?)
     }
+}
 
-    /// Saves the posterior to `path` (safetensors: `subset`, `theta_s`, `prior_precision`,
-    /// `ggn`) with a JSON sidecar; [`SubnetLaplace::load`] factors it again.
-    pub fn save(&self, path: &Path) -> Result<()> {
-        let s = self.subset.len();
-        let dev = Device::Cpu;
-        let subset: Vec<i64> = self.subset.iter().map(|&i| i as i64).collect();
-        let tensors = vec![
-            ("subset".to_owned(), Tensor::from_vec(subset, s, &dev)?),
-            (
-                "theta_s".to_owned(),
-                Tensor::from_vec(self.theta_s.clone(), s, &dev)?,
-            ),
-            (
-                "prior_precision".to_owned(),
-                Tensor::from_vec(self.prior.clone(), s, &dev)?,
-            ),
-            (
-                "ggn".to_owned(),
-                bdl_tensor::from_mat(self.ggn.as_ref(), DType::F64, &dev)?,
-            ),
-        ];
-        let sidecar = Sidecar {
-            format: SIDECAR_FORMAT.to_owned(),
-            batch_size: self.batch_size,
-        };
-        Ok(bdl_tensor::save_safetensors(
-            path,
-            &tensors,
-            Some(&sidecar),
-        )?)
+/// Every index below the model's D and none repeated.
+fn check_subset(subset: &[usize], d: usize) -> Result<()> {
+    if let Some(&bad) = subset.iter().find(|&&i| i >= d) {
+        return Err(bdl_models::Error::ParamIndex { index: bad, len: d }.into());
     }
-
-    /// Loads a posterior saved by [`SubnetLaplace::save`], naming any missing or mis-shaped
-    /// tensor.
-    pub fn load(path: &Path) -> Result<Self> {
-        let sidecar: Sidecar = bdl_tensor::read_sidecar(path)?;
-        if sidecar.format != SIDECAR_FORMAT {
-            return Err(Error::InvalidArgument(format!(
-                "{}: format `{}`, expected `{SIDECAR_FORMAT}`",
-                path.display(),
-                sidecar.format
-            )));
-        }
-        let tensors = bdl_tensor::load_safetensors(path, &Device::Cpu)?;
-        let get = |name: &str| {
-            tensors
-                .get(name)
-                .ok_or_else(|| bdl_tensor::Error::MissingTensor {
-                    path: path.to_path_buf(),
-                    name: name.to_owned(),
-                })
-        };
-        let vector =
-            |name: &str| -> Result<Vec<f64>> { Ok(get(name)?.to_dtype(DType::F64)?.to_vec1()?) };
-        let subset: Vec<usize> = vector("subset")?.into_iter().map(|i| i as usize).collect();
-        let s = subset.len();
-        let ggn = get("ggn")?;
-        bdl_tensor::check_shape(ggn, &[s, s], &format!("{}: tensor `ggn`", path.display()))?;
-        Self::from_ggn(
-            bdl_tensor::to_mat(ggn)?,
-            subset,
-            vector("theta_s")?,
-            vector("prior_precision")?,
-            sidecar.batch_size,
+    let mut sorted = subset.to_vec();
+    sorted.sort_unstable();
+    if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {
+        return Err(InvalidParam::new(
+            "subset",
+            format!("index {} twice", w[0]),
+            "distinct indices",
         )
+        .into());
     }
+    Ok(())
 }
 
 impl LinearizedPosterior for SubnetLaplace {
+    fn estimate(&self) -> &MapEstimate {
+        &self.map
+    }
+
     /// The covariance J_S(x_n) Σ_S J_S(x_n)ᵀ of the linearized outputs at each row of `x`,
     /// shape `[N, K, K]` (f64). With Σ_S = L⁻ᵀL⁻¹, W = L⁻¹ J_Sᵀ by one triangular solve.
-    fn f_covariance(&self, model: &impl Model, theta: &Tensor, x: &Tensor) -> Result<Tensor> {
-        crate::linearized::f_covariance(model, theta, x, &self.subset, self.batch_size, |w| {
-            self.solve_l(w)
-        })
+    fn f_covariance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
+        crate::linearized::f_covariance(&self.map, x, &self.subset, batch_size, |w| self.solve_l(w))
+    }
+}
+
+const KIND: &str = "subnet-laplace";
+
+impl Posterior for SubnetLaplace {
+    fn method(&self) -> &str {
+        if self.subset.len() == self.map.network().layout().len() {
+            "full Laplace"
+        } else {
+            "subnetwork Laplace"
+        }
+    }
+
+    fn network(&self) -> &Network {
+        self.map.network()
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.map.likelihood()
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        Ok(self.linearized_predictive(x, options)?)
+    }
+
+    fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        Ok(Some(SubnetLaplace::sample(self, n, seed)?))
+    }
+
+    /// Saves θ̂, the subset and H_S; [`load`](Posterior::load) factors P_S again (the same
+    /// arithmetic, so the same factor bit for bit).
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let tensors = vec![
+            ("theta", self.map.theta().clone()),
+            ("subset", checkpoint::index_tensor(&self.subset)?),
+            (
+                "ggn",
+                bdl_tensor::from_mat(self.ggn.as_ref(), DType::F64, &Device::Cpu)?,
+            ),
+        ];
+        let header = Header {
+            kind: KIND,
+            network: self.map.network(),
+            likelihood: self.map.likelihood(),
+            seed: None,
+            config: &self.config,
+        };
+        checkpoint::save(path, &header, tensors)
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        let mut saved = checkpoint::load::<Valid<LaplaceConfig>>(path, KIND)?;
+        let d = saved.network.layout().len();
+        let theta = saved.params("theta")?;
+        let subset = saved.indices("subset", d)?;
+        let s = subset.len();
+        let ggn = bdl_tensor::to_mat(&saved.tensor("ggn", &[s, s])?)?;
+        let map = MapEstimate::new(saved.network, theta, saved.likelihood)?;
+        Ok(Self::from_ggn(map, subset, ggn, &saved.config)?)
     }
 }

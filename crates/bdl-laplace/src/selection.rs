@@ -9,10 +9,11 @@
 //! the alternative score σ_d² Σ_n J_nd², each weight's share of the diagonal-approximation
 //! linearized predictive variance.
 
+use bdl_inference::{InvalidParam, require};
 use bdl_tensor::{ParamLayout, Seed};
 use rand::seq::index::sample;
 
-use crate::{Error, Result};
+use crate::Result;
 
 /// Which parameters may be selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -55,15 +56,14 @@ pub fn largest(
     s: usize,
     uninformative: Option<f64>,
 ) -> Result<Selection> {
-    if scores.len() != layout.len() {
-        return Err(Error::InvalidArgument(format!(
-            "{} scores for a model of {} parameters",
-            scores.len(),
-            layout.len()
-        )));
-    }
+    require(
+        scores.len() == layout.len(),
+        "scores",
+        format!("{} values", scores.len()),
+        &format!("one per parameter of the model ({})", layout.len()),
+    )?;
     if let Some(bad) = scores.iter().position(|v| v.is_nan()) {
-        return Err(Error::InvalidArgument(format!("score {bad} is NaN")));
+        return Err(InvalidParam::new("scores", format!("NaN at {bad}"), "not NaN").into());
     }
     let mut pool: Vec<usize> = candidates
         .mask(layout)
@@ -92,12 +92,12 @@ pub fn largest(
 }
 
 fn check_size(s: usize, available: usize) -> Result<()> {
-    if s > available {
-        return Err(Error::InvalidArgument(format!(
-            "a subnetwork of {s} parameters from {available} candidates"
-        )));
-    }
-    Ok(())
+    Ok(require(
+        s <= available,
+        "s",
+        s,
+        &format!("at most the {available} candidates"),
+    )?)
 }
 
 /// The Wasserstein rule: the `s` candidates of largest marginal variance, flagging those at the

@@ -1,10 +1,11 @@
 //! Tuning by marginal likelihood and validation log-likelihood from one eigendecomposition,
 //! checked against finite differences and against refitting from scratch.
 
+use bdl_inference::{MapEstimate, Posterior, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::{ClassLink, Likelihood};
-use bdl_models::{Activation, Mlp, MlpSpec, Model};
+use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use proptest::prelude::*;
@@ -14,7 +15,7 @@ fn values(t: &Tensor) -> Vec<f64> {
 }
 
 struct Problem {
-    model: Mlp,
+    model: Network,
     theta: Tensor,
     x: Tensor,
     y: Tensor,
@@ -26,7 +27,7 @@ struct Problem {
 /// labels for K > 1; a random subnetwork of 15 parameters.
 fn problem(seed: u64, k: usize) -> Problem {
     let seed = Seed(seed);
-    let model = Mlp::new(MlpSpec::new(&[2, 6, k], Activation::Tanh)).unwrap();
+    let model = Network::from(Mlp::new(MlpSpec::new(&[2, 6, k], Activation::Tanh)).unwrap());
     let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
     let x = bdl_tensor::normal(
         &mut seed.fork("x").rng(),
@@ -73,17 +74,15 @@ fn problem(seed: u64, k: usize) -> Problem {
     }
 }
 
+impl Problem {
+    /// The MAP estimate (θ̂, here random parameters) under `likelihood`.
+    fn estimate(&self, likelihood: Likelihood) -> MapEstimate {
+        MapEstimate::new(self.model.clone(), self.theta.clone(), likelihood).unwrap()
+    }
+}
+
 fn evidence(p: &Problem) -> Evidence {
-    Evidence::new(
-        &p.model,
-        &p.theta,
-        &p.likelihood,
-        &p.x,
-        &p.y,
-        p.subset.clone(),
-        7,
-    )
-    .unwrap()
+    Evidence::new(&p.estimate(p.likelihood), &p.x, &p.y, p.subset.clone(), 7).unwrap()
 }
 
 proptest! {
@@ -114,15 +113,18 @@ proptest! {
         let p = problem(seed, k);
         let ev = evidence(&p);
         let likelihood = match p.likelihood { Likelihood::Gaussian { .. } => Likelihood::Gaussian { sigma }, other => other };
-        let config = LaplaceConfig { prior: PriorPrecision::Scalar(lambda), scale_prior_to_subset: false, batch_size: 7 };
-        let fresh = SubnetLaplace::fit(&p.model, &p.theta, &likelihood, &p.x, p.subset.clone(), &config).unwrap();
+        let config = LaplaceConfig { prior: PriorPrecision::Scalar(lambda), scale_prior_to_subset: false, batch_size: 7 }.check().unwrap();
+        let fresh = SubnetLaplace::fit(&p.estimate(likelihood), &p.x, p.subset.clone(), &config).unwrap();
         let f = p.model.forward(&p.theta, &p.x).unwrap();
         let log_lik: f64 = values(&likelihood.log_lik(&f, &p.y).unwrap()).iter().sum();
         let direct = fresh.log_marginal_likelihood(log_lik);
         let fast = ev.log_evidence(lambda, if k == 1 { sigma } else { 1.0 });
         prop_assert!((fast - direct).abs() <= 1e-9 * (1.0 + direct.abs()), "{} vs {}", fast, direct);
 
-        let (rebuilt, fresh_p) = (ev.posterior(lambda, sigma).unwrap().precision(), fresh.precision());
+        let rebuilt_post = ev.posterior(lambda, sigma).unwrap();
+        // The rebuilt posterior owns the tuned noise.
+        prop_assert_eq!(rebuilt_post.likelihood(), likelihood);
+        let (rebuilt, fresh_p) = (rebuilt_post.precision(), fresh.precision());
         let scale = (0..15).map(|i| fresh_p[(i, i)]).fold(0.0f64, f64::max);
         for i in 0..15 {
             for j in 0..15 {
@@ -134,9 +136,9 @@ proptest! {
         // fresh posterior (diagonal of the output covariance, probit for classification).
         let x_val = p.x.narrow(0, 0, 10).unwrap();
         let y_val = p.y.narrow(0, 0, 10).unwrap();
-        let val = ev.validation(&p.model, &p.theta, &x_val, &y_val).unwrap();
+        let val = ev.validation(&x_val, &y_val).unwrap();
         let fast_ll = ev.validation_log_lik(&val, lambda, sigma).unwrap();
-        let cov = fresh.f_covariance(&p.model, &p.theta, &x_val).unwrap();
+        let cov = fresh.f_covariance(&x_val, config.batch_size).unwrap();
         let diag = cov.broadcast_mul(&Tensor::eye(k, DType::F64, &Device::Cpu).unwrap()).unwrap().sum(2).unwrap();
         let mean = p.model.forward(&p.theta, &x_val).unwrap();
         let pred = likelihood
@@ -175,7 +177,7 @@ fn maximize_finds_a_stationary_maximum() {
 fn grid_search_picks_the_best_candidate() {
     let p = problem(3, 1);
     let ev = evidence(&p);
-    let val = ev.validation(&p.model, &p.theta, &p.x, &p.y).unwrap();
+    let val = ev.validation(&p.x, &p.y).unwrap();
     let candidates: Vec<(f64, f64)> = [0.1, 1.0, 10.0]
         .iter()
         .flat_map(|&l| [0.5, 1.0, 2.0].map(|s| (l, s)))

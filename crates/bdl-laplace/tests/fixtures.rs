@@ -7,11 +7,12 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use bdl_inference::{Link, MapEstimate, Posterior, PredictOptions, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
-use bdl_likelihoods::{ClassLink, Likelihood};
-use bdl_models::{DenseLayer, Mlp, MlpSpec, Model};
+use bdl_likelihoods::Likelihood;
+use bdl_models::{DenseLayer, Mlp, MlpSpec, Model, Network};
 use candle_core::{Device, Tensor};
 use serde_json::Value;
 
@@ -148,9 +149,11 @@ fn run(case: &Case) {
         prior: PriorPrecision::Scalar(lambda),
         scale_prior_to_subset: false,
         batch_size: 128,
-    };
-    let laplace =
-        SubnetLaplace::fit(&model, theta, &likelihood, x, chosen.indices, &config).unwrap();
+    }
+    .check()
+    .unwrap();
+    let map = MapEstimate::new(Network::from(model.clone()), theta.clone(), likelihood).unwrap();
+    let laplace = SubnetLaplace::fit(&map, x, chosen.indices, &config).unwrap();
     case.check(
         "subnet_ggn",
         &mat_values(laplace.ggn())
@@ -167,12 +170,15 @@ fn run(case: &Case) {
     case.check("pred_mean", &values(&model.forward(theta, x_eval).unwrap()));
     case.check(
         "pred_f_cov",
-        &values(&laplace.f_covariance(&model, theta, x_eval).unwrap()),
+        &values(&laplace.f_covariance(x_eval, config.batch_size).unwrap()),
     );
     if !case.is_regression() {
-        let pred = laplace
-            .predictive(&model, theta, &likelihood, x_eval, ClassLink::Probit)
-            .unwrap();
+        let options = PredictOptions {
+            link: Link::Probit,
+            batch_size: config.batch_size,
+            ..PredictOptions::default()
+        };
+        let pred = laplace.predictive(x_eval, &options).unwrap();
         case.check("probit_probs", &values(&pred.probs().unwrap()));
     }
 

@@ -1,10 +1,11 @@
 //! Properties of the Laplace posterior on random small networks (f64).
 
+use bdl_inference::{MapEstimate, Posterior, Valid, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Activation, Mlp, MlpSpec, Model};
+use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::{ParamLayout, Seed};
 use candle_core::{DType, Device, Tensor};
 use proptest::prelude::*;
@@ -27,6 +28,15 @@ fn setup(seed: Seed, k: usize, n: usize) -> (Mlp, Tensor, Tensor) {
     )
     .unwrap();
     (model, theta, x)
+}
+
+/// θ̂ = `theta` of `model` under `likelihood`, as the MAP estimate a posterior is fitted at.
+fn estimate(model: &Mlp, theta: &Tensor, likelihood: Likelihood) -> MapEstimate {
+    MapEstimate::new(Network::from(model.clone()), theta.clone(), likelihood).unwrap()
+}
+
+fn valid(config: &LaplaceConfig) -> Valid<LaplaceConfig> {
+    config.clone().check().unwrap()
 }
 
 fn likelihood(k: usize) -> Likelihood {
@@ -97,14 +107,15 @@ proptest! {
         let d = model.layout().len();
         let config = LaplaceConfig { prior: PriorPrecision::Scalar(2.0), scale_prior_to_subset: false, batch_size: 4 };
         let x_test = bdl_tensor::normal(&mut seed.fork("test").rng(), (6, 3), 0.0, 2.0, DType::F64, &Device::Cpu).unwrap();
+        let map = estimate(&model, &theta, lik);
         let order = selection::random(model.layout(), Candidates::All, d, seed).unwrap().indices;
         let mut perm = order.clone();
         rand::seq::SliceRandom::shuffle(perm.as_mut_slice(), &mut seed.fork("perm").rng());
         let mut previous: Option<Vec<f64>> = None;
         for s in [1, d / 4, d / 2, d] {
             let subset = perm[..s].to_vec();
-            let post = SubnetLaplace::fit(&model, &theta, &lik, &x, subset, &config).unwrap();
-            let cov = values(&post.f_covariance(&model, &theta, &x_test).unwrap());
+            let post = SubnetLaplace::fit(&map, &x, subset, &valid(&config)).unwrap();
+            let cov = values(&post.f_covariance(&x_test, config.batch_size).unwrap());
             if let Some(prev) = &previous {
                 for p in 0..6 {
                     // The difference of the K × K blocks is PSD: check its eigenvalues.
@@ -153,7 +164,8 @@ fn zero_prior_with_dead_units_is_a_clear_error() {
         prior: PriorPrecision::Scalar(0.0),
         ..LaplaceConfig::default()
     };
-    let err = SubnetLaplace::fit(&model, &theta, &lik, &x, (0..6).collect(), &config).unwrap_err();
+    let map = estimate(&model, &theta, lik);
+    let err = SubnetLaplace::fit(&map, &x, (0..6).collect(), &valid(&config)).unwrap_err();
     assert!(
         matches!(err, bdl_laplace::Error::NotPositiveDefinite { .. }),
         "{err}"
@@ -164,7 +176,7 @@ fn zero_prior_with_dead_units_is_a_clear_error() {
         prior: PriorPrecision::Scalar(1.0),
         ..LaplaceConfig::default()
     };
-    assert!(SubnetLaplace::fit(&model, &theta, &lik, &x, (0..6).collect(), &config).is_ok());
+    assert!(SubnetLaplace::fit(&map, &x, (0..6).collect(), &valid(&config)).is_ok());
 }
 
 #[test]
@@ -177,9 +189,10 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
         scale_prior_to_subset: false,
         batch_size: 4,
     };
-    let diag = bdl_laplace::DiagLaplace::fit(&model, &theta, &lik, &x, &config).unwrap();
+    let map = estimate(&model, &theta, lik);
+    let diag = bdl_laplace::DiagLaplace::fit(&map, &x, &valid(&config)).unwrap();
     let x_test = x.narrow(0, 0, 5).unwrap();
-    let cov = values(&diag.f_covariance(&model, &theta, &x_test).unwrap());
+    let cov = values(&diag.f_covariance(&x_test, config.batch_size).unwrap());
     let d = model.layout().len();
     let all: Vec<usize> = (0..d).collect();
     let cache = model.forward_cached(&theta, &x_test).unwrap();
@@ -211,11 +224,12 @@ fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
         batch_size: 8,
     };
     let subset = vec![0, 3, 7, 15, 25];
-    let post = SubnetLaplace::fit(&model, &theta, &lik, &x, subset.clone(), &config).unwrap();
+    let map = estimate(&model, &theta, lik);
+    let post = SubnetLaplace::fit(&map, &x, subset.clone(), &valid(&config)).unwrap();
     let n = 40_000;
-    let draws = post.sample(&theta, n, Seed(5)).unwrap();
+    let draws = post.sample(n, Seed(5)).unwrap();
     assert_eq!(draws.dims(), &[n, model.layout().len()]);
-    let again = post.sample(&theta, 3, Seed(5)).unwrap();
+    let again = post.sample(3, Seed(5)).unwrap();
     assert_eq!(
         values(&again),
         values(&draws.narrow(0, 0, 3).unwrap()),
@@ -262,8 +276,8 @@ fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
     assert_eq!(back.subset(), post.subset());
     assert_eq!(back.log_det_precision(), post.log_det_precision());
     assert_eq!(
-        values(&back.f_covariance(&model, &theta, &x).unwrap()),
-        values(&post.f_covariance(&model, &theta, &x).unwrap())
+        values(&back.f_covariance(&x, config.batch_size).unwrap()),
+        values(&post.f_covariance(&x, config.batch_size).unwrap())
     );
     std::fs::remove_dir_all(dir).unwrap();
 }
@@ -284,7 +298,8 @@ fn subnet_of_all_parameters_is_the_dense_full_laplace() {
             scale_prior_to_subset: false,
             batch_size: 6,
         };
-        let post = SubnetLaplace::fit(&model, &theta, &lik, &x, all.clone(), &config).unwrap();
+        let map = estimate(&model, &theta, lik);
+        let post = SubnetLaplace::fit(&map, &x, all.clone(), &valid(&config)).unwrap();
 
         let cache = model.forward_cached(&theta, &x).unwrap();
         let j = bdl_tensor::to_mat(&model.jacobian(&theta, &cache, &all).unwrap()).unwrap();
@@ -314,7 +329,7 @@ fn subnet_of_all_parameters_is_the_dense_full_laplace() {
         let test_cache = model.forward_cached(&theta, &x_test).unwrap();
         let jt = bdl_tensor::to_mat(&model.jacobian(&theta, &test_cache, &all).unwrap()).unwrap();
         let naive = &jt * &sigma * jt.transpose();
-        let ours = values(&post.f_covariance(&model, &theta, &x_test).unwrap());
+        let ours = values(&post.f_covariance(&x_test, config.batch_size).unwrap());
         let scale = (0..4 * k).map(|i| naive[(i, i)]).fold(0.0f64, f64::max);
         for pt in 0..4 {
             for a in 0..k {

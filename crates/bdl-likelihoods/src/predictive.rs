@@ -271,7 +271,8 @@ impl Predictive {
         (dims[0], dims[1])
     }
 
-    fn is_categorical(&self) -> bool {
+    /// Whether this is a categorical predictive (class probabilities).
+    pub fn is_categorical(&self) -> bool {
         matches!(self, Self::Categorical { .. })
     }
 

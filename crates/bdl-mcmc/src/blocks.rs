@@ -10,7 +10,9 @@
 use bdl_tensor::{ParamLayout, SubBlocks};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use bdl_inference::InvalidParam;
+
+use crate::Result;
 
 /// How the parameters are grouped into Gibbs blocks.
 ///
@@ -64,9 +66,9 @@ impl Blocking {
     pub fn blocks(&self, layout: &ParamLayout) -> Result<Vec<Block>> {
         let n_layers = layout.layers().len();
         if n_layers == 0 {
-            return Err(Error::InvalidConfig(
-                "the layout has no layers to block".into(),
-            ));
+            return Err(
+                InvalidParam::new("layout", "no layers", "at least one layer to block").into(),
+            );
         }
         let node_blocks = |layer: usize, split: Option<SubBlocks>| -> Vec<Block> {
             (0..layout.n_nodes(layer))
@@ -94,19 +96,24 @@ impl Blocking {
             Blocking::Node => (0..n_layers).flat_map(|l| node_blocks(l, None)).collect(),
             Blocking::FinerNode { split } => {
                 if split.len() != n_layers {
-                    return Err(Error::InvalidConfig(format!(
-                        "finer node blocks need one split per layer: {n_layers} layers, {} splits",
-                        split.len()
-                    )));
+                    return Err(InvalidParam::new(
+                        "blocking.split",
+                        format!("{} splits", split.len()),
+                        format!("one per layer ({n_layers})"),
+                    )
+                    .into());
                 }
                 if split
                     .iter()
                     .flatten()
                     .any(|s| matches!(s, SubBlocks::Size(0) | SubBlocks::Count(0)))
                 {
-                    return Err(Error::InvalidConfig(format!(
-                        "sub-block sizes and counts must be positive, got {split:?}"
-                    )));
+                    return Err(InvalidParam::new(
+                        "blocking.split",
+                        format!("{split:?}"),
+                        "positive sub-block sizes and counts",
+                    )
+                    .into());
                 }
                 split
                     .iter()
@@ -184,14 +191,23 @@ mod tests {
         assert_eq!(layer1, (0..5).map(Some).collect::<Vec<_>>());
     }
 
+    /// The invalid parameter an error names.
+    fn param(result: Result<Vec<Block>>) -> String {
+        match result {
+            Err(crate::Error::Inference(bdl_inference::Error::InvalidParam(p))) => p.param,
+            Err(other) => panic!("expected an invalid parameter, got {other}"),
+            Ok(_) => panic!("expected an error"),
+        }
+    }
+
     #[test]
     fn bad_splits_are_errors() {
         let l = layout(&[3, 2, 1]);
         let short = Blocking::FinerNode { split: vec![None] };
-        assert!(matches!(short.blocks(&l), Err(Error::InvalidConfig(_))));
+        assert_eq!(param(short.blocks(&l)), "blocking.split");
         let zero = Blocking::FinerNode {
             split: vec![Some(SubBlocks::Count(0)), None],
         };
-        assert!(matches!(zero.blocks(&l), Err(Error::InvalidConfig(_))));
+        assert_eq!(param(zero.blocks(&l)), "blocking.split");
     }
 }

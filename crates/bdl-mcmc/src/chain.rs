@@ -22,15 +22,16 @@
 use std::path::{Path, PathBuf};
 
 use bdl_data::Dataset;
+use bdl_inference::{InvalidParam, Valid};
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Mlp, Model};
+use bdl_models::{Mlp, MlpSpec, Model};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::sampler::Engine;
-use crate::{Acceptance, Block, ChainConfig, Error, Precision, Real, Result, State};
+use crate::{Acceptance, Block, ChainConfig, ChainWindow, Error, Precision, Real, Result, State};
 
 const FORMAT: &str = "bdl-mcmc chain v1";
 
@@ -50,6 +51,10 @@ struct Manifest {
     chain: usize,
     /// The configuration with `iterations` cleared.
     config: ChainConfig,
+    /// The network sampled.
+    mlp: MlpSpec,
+    /// The likelihood of the target.
+    likelihood: Likelihood,
     n_params: usize,
     n_examples: usize,
     blocks: Vec<Block>,
@@ -119,14 +124,13 @@ fn read_json<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T> {
 /// Runs chains 0..`chains` in parallel (rayon, one chain per task) under `dir`, resuming any
 /// that were interrupted; `progress` is called after every chunk of every chain.
 ///
-/// The sampler's own evaluation is single-threaded; call
-/// [`bdl_tensor::set_num_threads`]`(1)` at the start of `main` so that candle does not thread
-/// the few tensor operations (initialisation, loading) either.
+/// The sampler's own evaluation is single-threaded; the chains run on the current rayon pool
+/// (bound it with [`bdl_tensor::Threads`]). The draws do not depend on the number of threads.
 pub fn run_chains(
     mlp: &Mlp,
     likelihood: Likelihood,
     train: &Dataset,
-    config: &ChainConfig,
+    config: &Valid<ChainConfig>,
     dir: &Path,
     chains: usize,
     progress: &(dyn Fn(ChunkReport) + Sync),
@@ -141,6 +145,7 @@ pub fn run_chains(
 ///
 /// ```
 /// use bdl_data::toy::{self, NoisyXor};
+/// use bdl_inference::{Posterior, PredictOptions, Validate};
 /// use bdl_likelihoods::Likelihood;
 /// use bdl_mcmc::{BatchMode, Blocking, Chain, ChainConfig, GibbsConfig, Keep, ProposalVariance};
 /// use bdl_models::{Activation, Mlp, MlpSpec};
@@ -148,14 +153,14 @@ pub fn run_chains(
 /// let (train, test) = toy::noisy_xor(&bdl_data::root::fixtures(), NoisyXor::Small)?;
 /// let mlp = Mlp::new(MlpSpec::new(&[2, 2, 1], Activation::Sigmoid))?;
 /// let gibbs = GibbsConfig::new(Blocking::Node, ProposalVariance::Common(0.04), BatchMode::Minibatch(100));
-/// let config = ChainConfig { iterations: 40, chunk_len: 20, ..ChainConfig::new(gibbs) };
+/// let config = ChainConfig { iterations: 40, chunk_len: 20, ..ChainConfig::new(gibbs) }.check()?;
 /// let dir = std::env::temp_dir().join(format!("bdl-mcmc-doc-{}", std::process::id()));
 /// let report = bdl_mcmc::run_chain(&mlp, Likelihood::Bernoulli, &train, &config, &dir, 0, &|_| {})?;
 /// assert_eq!(report.iterations, 40);
 /// let chain = Chain::open(&report.dir)?;
-/// let draws = chain.draws(&Keep { burn_in: 20, ..Keep::default() })?;
-/// assert_eq!(draws.params.dims(), &[20, 9]);
-/// let predictive = bdl_mcmc::predictive(&mlp, &Likelihood::Bernoulli, &draws.params, test.x())?;
+/// let window = chain.window(&Keep { burn_in: 20, ..Keep::default() })?;
+/// assert_eq!(window.draws().dims(), &[20, 9]);
+/// let predictive = window.predictive(test.x(), &PredictOptions::default())?;
 /// assert_eq!(predictive.probs()?.dims(), &[test.len(), 2]);
 /// # std::fs::remove_dir_all(dir)?;
 /// # Ok(()) }
@@ -164,12 +169,11 @@ pub fn run_chain(
     mlp: &Mlp,
     likelihood: Likelihood,
     train: &Dataset,
-    config: &ChainConfig,
+    config: &Valid<ChainConfig>,
     dir: &Path,
     chain: usize,
     progress: &(dyn Fn(ChunkReport) + Sync),
 ) -> Result<ChainReport> {
-    config.check()?;
     match config.precision {
         Precision::F32 => run_typed::<f32>(mlp, likelihood, train, config, dir, chain, progress),
         Precision::F64 => run_typed::<f64>(mlp, likelihood, train, config, dir, chain, progress),
@@ -180,7 +184,7 @@ fn run_typed<T: Real>(
     mlp: &Mlp,
     likelihood: Likelihood,
     train: &Dataset,
-    config: &ChainConfig,
+    config: &Valid<ChainConfig>,
     dir: &Path,
     chain: usize,
     progress: &(dyn Fn(ChunkReport) + Sync),
@@ -193,6 +197,8 @@ fn run_typed<T: Real>(
         format: FORMAT.to_owned(),
         chain,
         config: config.identity(),
+        mlp: mlp.spec().clone(),
+        likelihood,
         n_params,
         n_examples: train.len(),
         blocks: config.gibbs.kernel(mlp.layout())?.blocks().to_vec(),
@@ -394,7 +400,7 @@ impl Chain {
     /// The kept draws (see [`Keep`]), from every chunk that holds one.
     pub fn draws(&self, keep: &Keep) -> Result<Draws> {
         if keep.thin == 0 {
-            return Err(Error::InvalidConfig("Keep::thin must be at least 1".into()));
+            return Err(InvalidParam::new("thin", 0, ">= 1").into());
         }
         let (total, every) = (self.iterations(), self.manifest.config.record_every);
         let dtype = self.manifest.config.precision.dtype();
@@ -421,6 +427,29 @@ impl Chain {
             Tensor::cat(&parts, 0)?
         };
         Ok(Draws { iterations, params })
+    }
+
+    /// The kept draws (see [`Keep`]) as a posterior: the Bayesian marginalisation over them,
+    /// with the chain's network and likelihood.
+    pub fn window(&self, keep: &Keep) -> Result<ChainWindow> {
+        let draws = self.draws(keep)?;
+        if draws.iterations.is_empty() {
+            return Err(InvalidParam::new(
+                "keep",
+                format!("{keep:?}"),
+                format!(
+                    "to keep at least one of the chain's {} iterations",
+                    self.iterations()
+                ),
+            )
+            .into());
+        }
+        ChainWindow::new(
+            Mlp::new(self.manifest.mlp.clone())?.into(),
+            self.manifest.likelihood,
+            draws.params,
+            draws.iterations,
+        )
     }
 
     /// The acceptance counts of the chunks that start at or after iteration `from` (the paper

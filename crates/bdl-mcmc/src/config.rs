@@ -1,9 +1,10 @@
 //! Sampler and chain configuration, serialisable so that an experiment is one JSON file.
 
+use bdl_inference::{InvalidParam, Validate, at_least_one, positive};
 use bdl_tensor::{ParamLayout, Seed};
 use serde::{Deserialize, Serialize};
 
-use crate::{Blocking, Error, Kernel, OnReject, Result};
+use crate::{Blocking, Kernel, OnReject, Result};
 
 /// The proposal variances v_b of θ'_b ~ N(θ_b, v_b I).
 ///
@@ -92,11 +93,6 @@ impl GibbsConfig {
     /// Validates the configuration against `layout` and builds the kernel: the blocks and one
     /// proposal variance per block.
     pub fn kernel(&self, layout: &ParamLayout) -> Result<Kernel> {
-        if let BatchMode::Minibatch(0) = self.batch {
-            return Err(Error::InvalidConfig(
-                "the minibatch size must be at least 1".into(),
-            ));
-        }
         let blocks = self.blocking.blocks(layout)?;
         let n_layers = layout.layers().len();
         let variances = match &self.proposal {
@@ -106,14 +102,32 @@ impl GibbsConfig {
             }
             ProposalVariance::PerBlock(v) if v.len() == blocks.len() => v.clone(),
             ProposalVariance::PerLayer(v) | ProposalVariance::PerBlock(v) => {
-                return Err(Error::InvalidConfig(format!(
-                    "{} proposal variances for {n_layers} layers and {} blocks",
-                    v.len(),
-                    blocks.len()
-                )));
+                return Err(InvalidParam::new(
+                    "proposal",
+                    format!("{} variances", v.len()),
+                    format!("one per layer ({n_layers}) or per block ({})", blocks.len()),
+                )
+                .into());
             }
         };
         Kernel::new(blocks, variances, self.prior_variance, self.on_reject)
+    }
+}
+
+impl Validate for GibbsConfig {
+    /// A minibatch of at least one example; the prior variance and every proposal variance
+    /// finite and positive (whether there is one per layer or block is checked against the
+    /// model by [`GibbsConfig::kernel`]).
+    fn validate(&self) -> Result<(), InvalidParam> {
+        if let BatchMode::Minibatch(b) = self.batch {
+            at_least_one("batch", b)?;
+        }
+        positive("prior_variance", self.prior_variance)?;
+        let variances = match &self.proposal {
+            ProposalVariance::Common(v) => std::slice::from_ref(v),
+            ProposalVariance::PerLayer(v) | ProposalVariance::PerBlock(v) => v.as_slice(),
+        };
+        variances.iter().try_for_each(|&v| positive("proposal", v))
     }
 }
 
@@ -128,6 +142,7 @@ impl GibbsConfig {
 /// use bdl_mcmc::{BatchMode, Blocking, ChainConfig, GibbsConfig, ProposalVariance};
 /// let gibbs = GibbsConfig::new(Blocking::Node, ProposalVariance::Common(0.04), BatchMode::Minibatch(100));
 /// let config = ChainConfig { iterations: 110_000, chunk_len: 1000, ..ChainConfig::new(gibbs) };
+/// use bdl_inference::Validate;
 /// config.check().unwrap();
 /// ```
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -159,22 +174,6 @@ impl ChainConfig {
         }
     }
 
-    /// Checks the chain settings (the sampler itself is checked against the model by
-    /// [`GibbsConfig::kernel`]).
-    pub fn check(&self) -> Result<()> {
-        if self.chunk_len == 0
-            || self.record_every == 0
-            || !self.chunk_len.is_multiple_of(self.record_every)
-        {
-            return Err(Error::InvalidConfig(format!(
-                "need chunk_len >= 1 and record_every >= 1 dividing it, got chunk_len {} and \
-                 record_every {}",
-                self.chunk_len, self.record_every
-            )));
-        }
-        Ok(())
-    }
-
     /// The configuration with the iteration count cleared: what must match to resume a chain
     /// (a chain may be extended to more iterations).
     pub(crate) fn identity(&self) -> Self {
@@ -185,10 +184,33 @@ impl ChainConfig {
     }
 }
 
+impl Validate for ChainConfig {
+    /// A valid sampler, `chunk_len` ≥ 1 and `record_every` ≥ 1 dividing it.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        self.gibbs.validate().map_err(|e| e.within("gibbs"))?;
+        at_least_one("chunk_len", self.chunk_len as usize)?;
+        at_least_one("record_every", self.record_every as usize)?;
+        bdl_inference::require(
+            self.chunk_len.is_multiple_of(self.record_every),
+            "record_every",
+            self.record_every,
+            &format!("a divisor of chunk_len ({})", self.chunk_len),
+        )
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::Error;
     use bdl_models::{Activation, Mlp, MlpSpec, Model};
+
+    fn param(e: Error) -> String {
+        match e {
+            Error::Inference(bdl_inference::Error::InvalidParam(p)) => p.param,
+            other => panic!("expected an invalid parameter, got {other}"),
+        }
+    }
 
     #[test]
     fn per_layer_variances_follow_the_blocks() {
@@ -204,37 +226,38 @@ mod tests {
             proposal: ProposalVariance::PerLayer(vec![0.5]),
             ..config.clone()
         };
-        assert!(matches!(
-            bad.kernel(mlp.layout()),
-            Err(Error::InvalidConfig(_))
-        ));
-        for proposal in [
-            ProposalVariance::Common(0.0),
-            ProposalVariance::PerBlock(vec![0.1, f64::NAN, 0.1]),
+        assert_eq!(param(bad.kernel(mlp.layout()).unwrap_err()), "proposal");
+        for (bad, name) in [
+            (
+                GibbsConfig {
+                    proposal: ProposalVariance::Common(0.0),
+                    ..config.clone()
+                },
+                "proposal",
+            ),
+            (
+                GibbsConfig {
+                    proposal: ProposalVariance::PerBlock(vec![0.1, f64::NAN, 0.1]),
+                    ..config.clone()
+                },
+                "proposal",
+            ),
+            (
+                GibbsConfig {
+                    prior_variance: -1.0,
+                    ..config.clone()
+                },
+                "prior_variance",
+            ),
+            (
+                GibbsConfig {
+                    batch: BatchMode::Minibatch(0),
+                    ..config.clone()
+                },
+                "batch",
+            ),
         ] {
-            let bad = GibbsConfig {
-                proposal,
-                ..config.clone()
-            };
-            assert!(matches!(
-                bad.kernel(mlp.layout()),
-                Err(Error::InvalidConfig(_))
-            ));
-        }
-        for bad in [
-            GibbsConfig {
-                prior_variance: -1.0,
-                ..config.clone()
-            },
-            GibbsConfig {
-                batch: BatchMode::Minibatch(0),
-                ..config.clone()
-            },
-        ] {
-            assert!(matches!(
-                bad.kernel(mlp.layout()),
-                Err(Error::InvalidConfig(_))
-            ));
+            assert_eq!(bad.check().unwrap_err().param, name);
         }
     }
 
@@ -250,13 +273,13 @@ mod tests {
             record_every: 5,
             ..ChainConfig::new(gibbs)
         };
-        config.check().unwrap();
+        config.clone().check().unwrap();
         let json = serde_json::to_string(&config).unwrap();
         assert_eq!(serde_json::from_str::<ChainConfig>(&json).unwrap(), config);
         let bad = ChainConfig {
             record_every: 3,
             ..config
         };
-        assert!(matches!(bad.check(), Err(Error::InvalidConfig(_))));
+        assert_eq!(bad.check().unwrap_err().param, "record_every");
     }
 }

@@ -6,29 +6,10 @@ use std::path::PathBuf;
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An error of the tensor layer (shapes, checkpoints, files).
+    /// An error of the shared inference layer (configuration, tensors, model, likelihood,
+    /// data).
     #[error(transparent)]
-    Tensor(#[from] bdl_tensor::Error),
-
-    /// An error of the model.
-    #[error(transparent)]
-    Model(#[from] bdl_models::Error),
-
-    /// An error of the likelihood (invalid targets, wrong number of outputs).
-    #[error(transparent)]
-    Likelihood(#[from] bdl_likelihoods::Error),
-
-    /// An error of the data layer.
-    #[error(transparent)]
-    Data(#[from] bdl_data::Error),
-
-    /// An error raised by candle itself.
-    #[error(transparent)]
-    Candle(#[from] candle_core::Error),
-
-    /// A configuration value out of range, or one that does not fit the model.
-    #[error("invalid configuration: {0}")]
-    InvalidConfig(String),
+    Inference(#[from] bdl_inference::Error),
 
     /// Parameters in a dtype the sampler does not compute in.
     #[error("the sampler computes in f32 or f64; the parameters are {0:?}")]
@@ -56,6 +37,8 @@ pub enum Error {
         reason: String,
     },
 }
+
+bdl_inference::method_error!(Error, "bdl-mcmc");
 
 /// The result type of the MCMC crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -24,6 +24,8 @@ use rand::Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
+use bdl_inference::InvalidParam;
+
 use crate::{Block, Error, Real, Result};
 
 /// A target that the kernel updates block by block: it holds a *working* parameter vector and
@@ -189,37 +191,38 @@ impl Kernel {
         on_reject: OnReject,
     ) -> Result<Self> {
         if variances.len() != blocks.len() {
-            return Err(Error::InvalidConfig(format!(
-                "{} blocks need {} proposal variances, got {}",
-                blocks.len(),
-                blocks.len(),
-                variances.len()
-            )));
+            return Err(InvalidParam::new(
+                "proposal",
+                format!("{} variances", variances.len()),
+                format!("one per block ({})", blocks.len()),
+            )
+            .into());
         }
         if let Some((b, v)) = variances
             .iter()
             .enumerate()
             .find(|(_, v)| !(v.is_finite() && **v > 0.0))
         {
-            return Err(Error::InvalidConfig(format!(
-                "proposal variance of block {b} must be finite and > 0, got {v}"
-            )));
+            return Err(InvalidParam::new(
+                "proposal",
+                format!("{v} (block {b})"),
+                "finite and > 0",
+            )
+            .into());
         }
-        if !(prior_variance.is_finite() && prior_variance > 0.0) {
-            return Err(Error::InvalidConfig(format!(
-                "prior variance must be finite and > 0, got {prior_variance}"
-            )));
-        }
+        bdl_inference::positive("prior_variance", prior_variance)?;
         let mut all: Vec<usize> = blocks.iter().flat_map(|b| b.indices.clone()).collect();
         all.sort_unstable();
         if let Some(w) = all.windows(2).find(|w| w[0] == w[1]) {
-            return Err(Error::InvalidConfig(format!(
-                "blocks must be disjoint; parameter {} is in two blocks",
-                w[0]
-            )));
+            return Err(InvalidParam::new(
+                "blocks",
+                format!("parameter {} in two blocks", w[0]),
+                "disjoint blocks",
+            )
+            .into());
         }
         if blocks.iter().any(|b| b.indices.is_empty()) {
-            return Err(Error::InvalidConfig("a block is empty".into()));
+            return Err(InvalidParam::new("blocks", "an empty block", "non-empty blocks").into());
         }
         Ok(Self {
             blocks,
@@ -434,7 +437,13 @@ mod tests {
         let mut blocks = one_block();
         blocks.push(blocks[0].clone());
         let err = Kernel::new(blocks, vec![1.0, 1.0], 10.0, OnReject::Restore).unwrap_err();
-        assert!(matches!(err, Error::InvalidConfig(_)), "{err}");
+        assert!(
+            matches!(
+                &err,
+                Error::Inference(bdl_inference::Error::InvalidParam(p)) if p.param == "blocks"
+            ),
+            "{err}"
+        );
         let empty = vec![Block {
             layer: 0,
             node: None,

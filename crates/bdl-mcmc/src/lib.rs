@@ -20,8 +20,8 @@
 //!   (safetensors with a JSON sidecar); an interrupted or extended chain resumes with exactly
 //!   the draws of an uninterrupted run. [`Chain`] reads the draws ([`Keep`]: burn-in, thinning,
 //!   the last K iterations) and the acceptance counts.
-//! - [`predictive()`] is the Bayesian marginalisation (1/S) Σ_s p(y | x, θ_s) over draws, a
-//!   [`bdl_likelihoods::Predictive`].
+//! - [`ChainWindow`] (from [`Chain::window`]) is the posterior of the kept draws: its predictive
+//!   is the Bayesian marginalisation (1/S) Σ_s p(y | x, θ_s) over them.
 //!
 //! Every random number comes from a seeded stream: the same [`ChainConfig::seed`] gives the same
 //! chains, on every run and thread count.
@@ -32,15 +32,15 @@ mod config;
 mod error;
 mod incremental;
 mod kernel;
-mod predict;
 mod real;
 mod sampler;
+mod window;
 
 pub use blocks::{Block, Blocking};
 pub use chain::{Chain, ChainReport, ChunkReport, Draws, Keep, chain_dir, run_chain, run_chains};
 pub use config::{BatchMode, ChainConfig, GibbsConfig, Precision, ProposalVariance};
 pub use error::{Error, Result};
 pub use kernel::{Acceptance, BlockTarget, DensityTarget, Kernel, OnReject, State};
-pub use predict::predictive;
 pub use real::Real;
 pub use sampler::Sampler;
+pub use window::ChainWindow;

@@ -1,6 +1,7 @@
 //! The sampler of an MLP posterior: the kernel, the incremental target and the data schedule.
 
 use bdl_data::{Dataset, Epoch, Minibatches};
+use bdl_inference::Valid;
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Mlp, Model};
 use bdl_tensor::{ChaCha8Rng, Seed};
@@ -50,19 +51,21 @@ impl<T: Real> Engine<T> {
         let layout = mlp.layout();
         let widths = &mlp.spec().widths;
         if state.theta.len() != layout.len() {
-            return Err(Error::InvalidConfig(format!(
-                "the model has {} parameters, the initial state {}",
-                layout.len(),
-                state.theta.len()
-            )));
+            return Err(bdl_tensor::Error::ShapeMismatch {
+                context: "the initial state of the chain".into(),
+                expected: vec![layout.len()],
+                actual: vec![state.theta.len()],
+            }
+            .into());
         }
         let n = train.len();
         if n == 0 || train.num_features() != widths[0] {
-            return Err(Error::InvalidConfig(format!(
-                "the model takes {} inputs; the training set has {n} examples of {}",
-                widths[0],
-                train.num_features()
-            )));
+            return Err(bdl_tensor::Error::ShapeMismatch {
+                context: format!("the training inputs of an MLP with {} inputs", widths[0]),
+                expected: vec![n.max(1), widths[0]],
+                actual: vec![n, train.num_features()],
+            }
+            .into());
         }
         let kernel = config.kernel(layout)?;
         let y = likelihood.target_rows(train.y(), n, mlp.n_outputs())?;
@@ -182,6 +185,7 @@ macro_rules! each {
 ///
 /// ```
 /// use bdl_data::toy::{self, NoisyXor};
+/// use bdl_inference::Validate;
 /// use bdl_likelihoods::Likelihood;
 /// use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, ProposalVariance, Sampler};
 /// use bdl_models::{Activation, Mlp, MlpSpec};
@@ -190,7 +194,7 @@ macro_rules! each {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let (train, _) = toy::noisy_xor(&bdl_data::root::fixtures(), NoisyXor::Small)?;
 /// let mlp = Mlp::new(MlpSpec::new(&[2, 2, 1], Activation::Sigmoid))?;
-/// let config = GibbsConfig::new(Blocking::Node, ProposalVariance::Common(0.04), BatchMode::Minibatch(100));
+/// let config = GibbsConfig::new(Blocking::Node, ProposalVariance::Common(0.04), BatchMode::Minibatch(100)).check()?;
 /// let theta0 = mlp.init(Seed(0), DType::F64, &Device::Cpu)?;
 /// let mut sampler = Sampler::new(&mlp, Likelihood::Bernoulli, &train, &config, &theta0, Seed(1))?;
 /// let mut rng = Seed(2).rng();
@@ -215,7 +219,7 @@ impl Sampler {
         mlp: &Mlp,
         likelihood: Likelihood,
         train: &Dataset,
-        config: &GibbsConfig,
+        config: &Valid<GibbsConfig>,
         theta0: &Tensor,
         seed: Seed,
     ) -> Result<Self> {
@@ -289,6 +293,7 @@ mod tests {
             ProposalVariance::Common(0.1),
             BatchMode::Exact,
         );
+        let config = bdl_inference::Validate::check(config).unwrap();
         let theta = mlp.init(Seed(0), DType::F64, &Device::Cpu).unwrap();
         let new = |mlp: &Mlp, lik: Likelihood, theta: &Tensor| {
             Sampler::new(mlp, lik, &train, &config, theta, Seed(0))
@@ -301,20 +306,24 @@ mod tests {
         let short = theta.narrow(0, 0, 5).unwrap();
         assert!(matches!(
             new(&mlp, Likelihood::Bernoulli, &short),
-            Err(Error::Tensor(_))
+            Err(Error::Inference(bdl_inference::Error::Tensor(_)))
         ));
         let three_inputs = Mlp::new(MlpSpec::new(&[3, 2, 1], Activation::Sigmoid)).unwrap();
         let theta3 = three_inputs
             .init(Seed(0), DType::F64, &Device::Cpu)
             .unwrap();
-        assert!(matches!(
-            new(&three_inputs, Likelihood::Bernoulli, &theta3),
-            Err(Error::InvalidConfig(_))
-        ));
+        // A model that does not take the data's inputs: a shape mismatch naming the inputs.
+        match new(&three_inputs, Likelihood::Bernoulli, &theta3) {
+            Err(Error::Inference(bdl_inference::Error::Tensor(
+                bdl_tensor::Error::ShapeMismatch { context, .. },
+            ))) => assert!(context.contains("training inputs"), "{context}"),
+            Err(other) => panic!("expected a shape mismatch, got {other}"),
+            Ok(_) => panic!("expected an error"),
+        }
         let classes = Likelihood::Categorical { classes: 3 };
         assert!(matches!(
             new(&mlp, classes, &theta),
-            Err(Error::Likelihood(_))
+            Err(Error::Inference(bdl_inference::Error::Likelihood(_)))
         ));
         assert!(new(&mlp, Likelihood::Bernoulli, &theta).is_ok());
     }

@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 
 use bdl_data::Dataset;
 use bdl_data::toy::{self, NoisyXor};
+use bdl_inference::{Valid, Validate};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{
     BatchMode, Blocking, Chain, ChainConfig, Error, GibbsConfig, Keep, OnReject, Precision,
@@ -44,6 +45,10 @@ fn minibatch_config() -> ChainConfig {
     }
 }
 
+fn valid(config: &ChainConfig) -> Valid<ChainConfig> {
+    config.clone().check().unwrap()
+}
+
 /// Everything a chain folder says, as bits: draws, their iterations, log-targets, acceptance.
 fn contents(dir: &Path) -> (Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>) {
     let chain = Chain::open(dir).unwrap();
@@ -71,7 +76,7 @@ fn same_seed_same_chains() {
             &mlp,
             Likelihood::Bernoulli,
             &train,
-            &config,
+            &valid(&config),
             dir,
             2,
             &|_| {},
@@ -121,7 +126,7 @@ fn resuming_gives_the_uninterrupted_draws() {
             &mlp,
             Likelihood::Bernoulli,
             &train,
-            &config,
+            &valid(&config),
             &whole,
             0,
             &|_| {},
@@ -138,7 +143,7 @@ fn resuming_gives_the_uninterrupted_draws() {
             &mlp,
             Likelihood::Bernoulli,
             &train,
-            &short,
+            &valid(&short),
             &resumed,
             0,
             &|_| {},
@@ -155,7 +160,7 @@ fn resuming_gives_the_uninterrupted_draws() {
             &mlp,
             Likelihood::Bernoulli,
             &train,
-            &twenty,
+            &valid(&twenty),
             &resumed,
             0,
             &|_| {},
@@ -174,7 +179,7 @@ fn resuming_gives_the_uninterrupted_draws() {
             &mlp,
             Likelihood::Bernoulli,
             &train,
-            &config,
+            &valid(&config),
             &resumed,
             0,
             &|p| progress.lock().unwrap().push(p.done),
@@ -188,7 +193,7 @@ fn resuming_gives_the_uninterrupted_draws() {
             &mlp,
             Likelihood::Bernoulli,
             &train,
-            &config,
+            &valid(&config),
             &resumed,
             0,
             &|_| panic!("nothing to run"),
@@ -211,7 +216,7 @@ fn resuming_under_another_configuration_is_an_error() {
         &mlp,
         Likelihood::Bernoulli,
         &train,
-        &config,
+        &valid(&config),
         &dir,
         0,
         &|_| {},
@@ -223,7 +228,7 @@ fn resuming_under_another_configuration_is_an_error() {
         &mlp,
         Likelihood::Bernoulli,
         &train,
-        &other,
+        &valid(&other),
         &dir,
         0,
         &|_| {},
@@ -247,7 +252,7 @@ fn keep_selects_iterations() {
         &mlp,
         Likelihood::Bernoulli,
         &train,
-        &config,
+        &valid(&config),
         &dir,
         0,
         &|_| {},

@@ -2,6 +2,7 @@
 //! marginalisation of a short chain.
 
 use bdl_data::toy::{self, NoisyXor};
+use bdl_inference::{Posterior, PredictOptions, Validate};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{
     BatchMode, Blocking, Chain, ChainConfig, GibbsConfig, Keep, Precision, ProposalVariance,
@@ -30,6 +31,7 @@ fn layer_blocks_collapse_where_node_blocks_do_not() {
             ProposalVariance::Common(0.04),
             BatchMode::Minibatch(100),
         );
+        let config = Validate::check(config).unwrap();
         let mut sampler = Sampler::new(
             &mlp,
             Likelihood::Bernoulli,
@@ -77,7 +79,9 @@ fn marginalisation_classifies_noisy_xor() {
         precision: Precision::F64,
         seed: Seed(11),
         ..ChainConfig::new(gibbs)
-    };
+    }
+    .check()
+    .unwrap();
     let dir = std::env::temp_dir().join(format!("bdl-mcmc-xor-{}", std::process::id()));
     let report = bdl_mcmc::run_chain(
         &mlp,
@@ -97,7 +101,17 @@ fn marginalisation_classifies_noisy_xor() {
     };
     let draws = chain.draws(&keep).unwrap();
     assert_eq!(draws.params.dims(), &[100, mlp.layout().len()]);
-    let pred = bdl_mcmc::predictive(&mlp, &Likelihood::Bernoulli, &draws.params, test.x()).unwrap();
+    // The window over the same draws, with the network and likelihood from the chain's manifest.
+    let window = chain.window(&keep).unwrap();
+    assert_eq!(window.iterations(), draws.iterations.as_slice());
+    assert_eq!(
+        bdl_tensor::to_f64_vec(window.draws()).unwrap(),
+        bdl_tensor::to_f64_vec(&draws.params).unwrap()
+    );
+    assert_eq!(window.likelihood(), Likelihood::Bernoulli);
+    let pred = window
+        .predictive(test.x(), &PredictOptions::default())
+        .unwrap();
     let probs = pred.probs().unwrap().to_vec2::<f64>().unwrap();
     let labels = test.labels().unwrap();
     let hits = probs

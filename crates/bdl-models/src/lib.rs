@@ -21,6 +21,7 @@ mod error;
 mod factors;
 mod mlp;
 mod model;
+mod network;
 
 pub use activation::Activation;
 pub use cache::Cache;
@@ -29,3 +30,4 @@ pub use error::{Error, Result};
 pub use factors::LayerFactors;
 pub use mlp::{DenseLayer, Mlp, MlpSpec};
 pub use model::Model;
+pub use network::{Network, NetworkSpec};

@@ -21,6 +21,10 @@ pub enum Error {
         actual: Vec<usize>,
     },
 
+    /// A thread pool could not be started.
+    #[error("cannot start the thread pool: {0}")]
+    Threads(String),
+
     /// A tensor holds a NaN or an infinity where finite numbers are required.
     #[error("{context}: non-finite value {value} at flat index {index}")]
     NonFinite {

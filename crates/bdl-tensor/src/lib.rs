@@ -12,7 +12,7 @@
 //!   fixed table (im2col, with empty entries for zero padding) and the adjoint scatter-add
 //!   (col2im), as differentiable candle ops;
 //! - [`check_finite`], [`check_shape`]: typed errors for bad input;
-//! - [`set_num_threads`]: the thread count of matrix products and factorisations.
+//! - [`Threads`]: a scoped pool that bounds the threads of every parallel computation.
 //!
 //! Sibling crates: `bdl-data` (datasets), `bdl-likelihoods` (likelihoods and predictives),
 //! `bdl-models` (MLP and CNN with per-example products), and the inference crates built on them.
@@ -35,4 +35,4 @@ pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, wri
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
 pub use rand_chacha::ChaCha8Rng;
 pub use rng::{Seed, bernoulli, normal, uniform};
-pub use threads::{num_threads, set_num_threads};
+pub use threads::{Threads, current_threads};

@@ -1,33 +1,100 @@
-//! The thread count of candle's matrix products and faer's factorisations.
+//! The number of threads bdl computes with: a scoped rayon pool.
 //!
-//! Small models run fastest on one thread (candle's multithreaded matmul pays a wake-up cost
-//! larger than a tiny product); parallelism then comes from independent runs (chains, splits,
-//! ensemble members). Large factorisations gain from every core.
+//! Everything parallel in bdl runs on the rayon pool of the calling thread: our own parallel
+//! loops (chains, ensemble members, Monte Carlo groups, experiment fits), candle's CPU matrix
+//! products (gemm hands its blocks to the current pool) and faer's factorisations (its default
+//! parallelism is the current pool's size). [`Threads::install`] runs a closure on a pool of a
+//! chosen size, so it bounds all of them at once, and it is safe to call at any time, from any
+//! thread, nested or side by side.
+//!
+//! Results do not depend on the thread count: our loops reduce in a fixed order, gemm splits a
+//! product by output blocks (each entry's sum runs in the same order whatever the split), and
+//! the `thread_counts` tests of the inference crates compare fits at 1 and 2 threads bit for
+//! bit. Small models run fastest on one thread per model (a threaded product of a tiny matrix
+//! costs more than it gains); take the parallelism from independent runs instead. Candle also
+//! reads `RAYON_NUM_THREADS` from the environment to decide how many blocks to cut a product
+//! into; bdl never writes it (set it when launching a program if you want to).
 
-/// Sets the number of threads used by candle's CPU matrix products and faer's dense
-/// factorisations. `0` means all cores.
+use std::sync::Arc;
+
+use crate::{Error, Result};
+
+/// A pool of worker threads to run bdl's computations on.
 ///
-/// Candle reads its thread count from the `RAYON_NUM_THREADS` environment variable at each
-/// product, so this sets that variable. Call it at the start of `main`, before other threads
-/// exist: changing the environment while another thread reads it is undefined behaviour on
-/// some platforms.
-pub fn set_num_threads(n: usize) {
-    #[allow(unsafe_code)]
-    // SAFETY: documented precondition: called before the program starts other threads.
-    unsafe {
-        if n == 0 {
-            std::env::remove_var("RAYON_NUM_THREADS");
-        } else {
-            std::env::set_var("RAYON_NUM_THREADS", n.to_string());
-        }
-    }
-    faer::set_global_parallelism(match n {
-        1 => faer::Par::Seq,
-        n => faer::Par::rayon(n),
-    });
+/// ```
+/// use bdl_tensor::Threads;
+/// let one = Threads::new(1).unwrap();
+/// assert_eq!(one.install(rayon::current_num_threads), 1);
+/// let all = Threads::new(0).unwrap(); // every core
+/// assert!(all.count() >= 1);
+/// ```
+#[derive(Clone, Debug)]
+pub struct Threads {
+    pool: Arc<rayon::ThreadPool>,
 }
 
-/// The number of threads candle's CPU matrix products use now.
-pub fn num_threads() -> usize {
-    candle_core::utils::get_num_threads()
+impl Threads {
+    /// A pool of `n` threads; `0` means one per available core.
+    pub fn new(n: usize) -> Result<Self> {
+        let n = if n == 0 {
+            std::thread::available_parallelism().map_or(1, |c| c.get())
+        } else {
+            n
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(n)
+            .thread_name(|i| format!("bdl-worker-{i}"))
+            .build()
+            .map_err(|e| Error::Threads(e.to_string()))?;
+        Ok(Self {
+            pool: Arc::new(pool),
+        })
+    }
+
+    /// The number of threads.
+    pub fn count(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Runs `f` on the pool: every parallel computation inside uses at most
+    /// [`count`](Self::count) threads.
+    pub fn install<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        self.pool.install(f)
+    }
+}
+
+/// The number of threads parallel work started here would use: the size of the current rayon
+/// pool (the global one outside any [`Threads::install`]).
+pub fn current_threads() -> usize {
+    rayon::current_num_threads()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Seed, normal};
+    use candle_core::{DType, Device};
+
+    /// A product large enough for gemm to split across threads gives the same bits on one
+    /// thread and on two.
+    #[test]
+    fn matrix_products_do_not_depend_on_the_thread_count() {
+        let dev = Device::Cpu;
+        let a = normal(&mut Seed(1).rng(), (300, 400), 0.0, 1.0, DType::F32, &dev).unwrap();
+        let b = normal(&mut Seed(2).rng(), (400, 300), 0.0, 1.0, DType::F32, &dev).unwrap();
+        let product = |n| {
+            Threads::new(n)
+                .unwrap()
+                .install(|| {
+                    a.matmul(&b)
+                        .unwrap()
+                        .flatten_all()
+                        .unwrap()
+                        .to_vec1::<f32>()
+                })
+                .unwrap()
+        };
+        assert_eq!(product(1), product(2));
+        assert_eq!(Threads::new(2).unwrap().install(current_threads), 2);
+    }
 }

@@ -4,35 +4,19 @@
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum Error {
-    /// An error of the tensor layer.
+    /// An error of the shared inference layer (configuration, data, model, likelihood).
     #[error(transparent)]
-    Tensor(#[from] bdl_tensor::Error),
+    Inference(#[from] bdl_inference::Error),
 
-    /// An error of the model.
-    #[error(transparent)]
-    Model(#[from] bdl_models::Error),
-
-    /// An error of the likelihood.
-    #[error(transparent)]
-    Likelihood(#[from] bdl_likelihoods::Error),
-
-    /// An error raised by candle itself.
-    #[error(transparent)]
-    Candle(#[from] candle_core::Error),
-
-    /// A configuration value out of range.
-    #[error("invalid configuration: {0}")]
-    InvalidConfig(String),
-
-    /// The inputs and targets do not pair up, or there are none.
-    #[error(
-        "need as many targets as inputs (at least one), got {inputs} inputs and {targets} targets"
-    )]
-    Data {
-        /// Rows of x.
-        inputs: usize,
-        /// Rows of y.
-        targets: usize,
+    /// An iterative optimisation stopped before reaching its tolerance.
+    #[error("{what} did not fall below {tolerance} in {steps} steps")]
+    NotConverged {
+        /// What was being driven to the tolerance.
+        what: &'static str,
+        /// The tolerance.
+        tolerance: f64,
+        /// The steps taken.
+        steps: usize,
     },
 
     /// The variational mean or a curvature estimate stopped being finite.
@@ -46,6 +30,8 @@ pub enum Error {
         what: &'static str,
     },
 }
+
+bdl_inference::method_error!(Error, "bdl-variational");
 
 /// The result type of the variational crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -10,6 +10,7 @@
 //!
 //! with ∂E[log σ(a)]/∂m = E[σ(−a)] and, by Price's theorem, ∂E[log σ(a)]/∂v = −½ E[σ(a)σ(−a)].
 
+use bdl_inference::{InvalidParam, Optimizer, OptimizerState};
 use faer::{Mat, Side};
 
 use crate::{DiagGaussian, Error, Result};
@@ -86,11 +87,12 @@ impl LogisticData {
             || x.iter().any(|r| r.len() != d)
             || labels.iter().any(|&l| l > 1)
         {
-            return Err(Error::InvalidConfig(format!(
-                "logistic data needs rows of equal length and one 0/1 label each ({} rows, {} labels)",
-                x.len(),
-                labels.len()
-            )));
+            return Err(InvalidParam::new(
+                "x, labels",
+                format!("{} rows, {} labels", x.len(), labels.len()),
+                "rows of equal length and one 0/1 label each",
+            )
+            .into());
         }
         Ok(Self {
             x,
@@ -160,40 +162,43 @@ impl LogisticData {
     /// MF-Exact: maximises the ELBO over (μ, log σ) by full-batch Adam, from μ = 0 and the prior's
     /// σ, until the largest gradient entry (with respect to μ and log σ) is below `tolerance`.
     pub fn mf_exact(&self, lambda: f64, gh: &GaussHermite, tolerance: f64) -> Result<DiagGaussian> {
+        const STEPS: usize = 200_000;
         let d = self.x.first().map_or(0, Vec::len);
-        let mut q = DiagGaussian {
-            mean: vec![0.0; d],
-            var: vec![lambda.recip(); d],
-        };
-        let (mut m, mut v) = (vec![0.0; 2 * d], vec![0.0; 2 * d]);
-        let (b1, b2) = (0.9, 0.999);
-        for t in 1..=200_000 {
+        // p = (μ, log σ); ascent on the ELBO is Adam's descent on its negative.
+        let mut p: Vec<f64> = std::iter::repeat_n(0.0, d)
+            .chain(std::iter::repeat_n(-0.5 * lambda.ln(), d))
+            .collect();
+        let mut adam = OptimizerState::new(
+            Optimizer::Adam {
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: 1e-12,
+            },
+            2 * d,
+        );
+        for t in 1..=STEPS {
+            let q = DiagGaussian {
+                mean: p[..d].to_vec(),
+                var: p[d..].iter().map(|l| (2.0 * l).exp()).collect(),
+            };
             let (g_mu, g_var) = self.elbo_gradient(&q, lambda, gh);
             // ∂/∂ log σ = ∂/∂σ² · 2σ².
-            let grad: Vec<f64> = g_mu
+            let descent: Vec<f64> = g_mu
                 .iter()
                 .copied()
                 .chain(g_var.iter().zip(&q.var).map(|(g, v)| 2.0 * g * v))
+                .map(|g| -g)
                 .collect();
-            if grad.iter().all(|g| g.abs() < tolerance) {
+            if descent.iter().all(|g| g.abs() < tolerance) {
                 return Ok(q);
             }
-            let lr = 0.05 / (1.0 + t as f64 / 2000.0);
-            for i in 0..2 * d {
-                m[i] = b1 * m[i] + (1.0 - b1) * grad[i];
-                v[i] = b2 * v[i] + (1.0 - b2) * grad[i] * grad[i];
-                let step =
-                    lr * (m[i] / (1.0 - b1.powi(t))) / ((v[i] / (1.0 - b2.powi(t))).sqrt() + 1e-12);
-                if i < d {
-                    q.mean[i] += step;
-                } else {
-                    q.var[i - d] *= (2.0 * step).exp();
-                }
-            }
+            adam.step(&mut p, &descent, 0.05 / (1.0 + t as f64 / 2000.0));
         }
-        Err(Error::InvalidConfig(format!(
-            "MF-Exact did not reach a gradient below {tolerance} in 200,000 steps"
-        )))
+        Err(Error::NotConverged {
+            what: "MF-Exact (the ELBO's gradient)",
+            tolerance,
+            steps: STEPS,
+        })
     }
 }
 

@@ -7,7 +7,7 @@
 //! Every method keeps a mean-field Gaussian q(θ) = N(μ, diag σ²), draws θ = μ + σ∘ε **before**
 //! each gradient evaluation, and updates μ and the curvature from the gradient at θ (see
 //! [`Method`] for the update rules). [`fit`] runs the minibatch loop and returns a
-//! [`DiagGaussian`], whose [`predictive`](DiagGaussian::predictive) is a Monte Carlo mixture.
+//! [`MeanField`] posterior, whose predictive is a Monte Carlo mixture.
 
 mod error;
 pub mod exact;
@@ -17,5 +17,5 @@ mod train;
 
 pub use error::{Error, Result};
 pub use method::Method;
-pub use posterior::DiagGaussian;
+pub use posterior::{DiagGaussian, MeanField};
 pub use train::{VariationalConfig, VariationalFit, fit, fit_monitored};

@@ -14,6 +14,7 @@
 //! | IVON | ḡ ← β₁ḡ + (1−β₁)ĝ, ĥ = ĝ∘(θ−μ)/σ², h ← β₂h + (1−β₂)ĥ + ½(1−β₂)²(h−ĥ)²/(h+λ̃) | μ ← μ − α(h₀+λ̃) clip((ḡ/(1−β₁ᵗ) + λ̃μ)/(h+λ̃)) | 1/(N(h + λ̃)) |
 //! | BBVI | Adam on (μ, ρ), σ = softplus ρ, loss = mean NLL + KL(q‖p)/N | Adam | softplus(ρ)² |
 
+use bdl_inference::{InvalidParam, Optimizer, OptimizerState, Validate, positive, unit_interval};
 use serde::{Deserialize, Serialize};
 
 use crate::{DiagGaussian, Error, Result};
@@ -151,36 +152,44 @@ impl Method {
             _ => Curvature::None,
         }
     }
+}
 
-    /// Checks the hyper-parameters: α > 0, decay rates in [0, 1), h₀ > 0, clip > 0, σ₀ > 0.
-    pub fn check(&self) -> Result<()> {
-        let rate = |b: f64| (0.0..1.0).contains(&b);
-        let ok = self.learning_rate() > 0.0
-            && self.learning_rate().is_finite()
-            && match *self {
-                Self::Von { beta, .. } | Self::Vogn { beta, .. } | Self::Vprop { beta, .. } => {
-                    beta > 0.0 && beta <= 1.0
-                }
-                Self::Vadam { beta1, beta2, .. } | Self::Bbvi { beta1, beta2, .. } => {
-                    rate(beta1) && rate(beta2)
-                }
-                Self::VadaGrad { beta2, .. } => rate(beta2),
-                Self::Ivon {
-                    beta1,
-                    beta2,
-                    h0,
-                    clip,
-                    ..
-                } => rate(beta1) && rate(beta2) && h0 > 0.0 && clip > 0.0,
+impl Validate for Method {
+    /// α finite and > 0; β in (0, 1] for the running averages of VON, VOGN and Vprop; decay
+    /// rates in [0, 1); h₀, the clip and σ₀ > 0.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        positive("learning_rate", self.learning_rate())?;
+        match *self {
+            Self::Von { beta, .. } | Self::Vogn { beta, .. } | Self::Vprop { beta, .. } => {
+                bdl_inference::require(beta > 0.0 && beta <= 1.0, "beta", beta, "in (0, 1]")
             }
-            && !matches!(*self, Self::Bbvi { init_std, .. } if !(init_std > 0.0 && init_std.is_finite()));
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig(format!(
-                "{}: hyper-parameters out of range: {self:?}",
-                self.name()
-            )))
+            Self::Vadam { beta1, beta2, .. } => {
+                unit_interval("beta1", beta1)?;
+                unit_interval("beta2", beta2)
+            }
+            Self::VadaGrad { beta2, .. } => unit_interval("beta2", beta2),
+            Self::Ivon {
+                beta1,
+                beta2,
+                h0,
+                clip,
+                ..
+            } => {
+                unit_interval("beta1", beta1)?;
+                unit_interval("beta2", beta2)?;
+                positive("h0", h0)?;
+                bdl_inference::require(clip > 0.0, "clip", clip, "> 0 (infinite for none)")
+            }
+            Self::Bbvi {
+                beta1,
+                beta2,
+                init_std,
+                ..
+            } => {
+                unit_interval("beta1", beta1)?;
+                unit_interval("beta2", beta2)?;
+                positive("init_std", init_std)
+            }
         }
     }
 }
@@ -209,10 +218,10 @@ pub(crate) struct State {
     pub(crate) mu: Vec<f64>,
     /// s (curvature or second moment), h for IVON, ρ for BBVI.
     s: Vec<f64>,
-    /// Momentum m (Vadam), ḡ (IVON), Adam's first moment of μ (BBVI).
+    /// Momentum m (Vadam), ḡ (IVON).
     m: Vec<f64>,
-    /// BBVI only: Adam's second moment of μ, then first and second moments of ρ.
-    adam: [Vec<f64>; 3],
+    /// BBVI only: Adam on μ and on ρ.
+    adam: Option<[OptimizerState; 2]>,
     t: usize,
 }
 
@@ -230,6 +239,13 @@ impl State {
     pub(crate) fn new(method: Method, mu: Vec<f64>, n: usize, lambda: f64, p0: f64) -> Self {
         let d = mu.len();
         let (n, lt) = (n as f64, lambda / n as f64);
+        let adam = match method {
+            Method::Bbvi { beta1, beta2, .. } => {
+                let rule = Optimizer::adam(beta1, beta2);
+                Some([OptimizerState::new(rule, d), OptimizerState::new(rule, d)])
+            }
+            _ => None,
+        };
         let s0 = match method {
             Method::VadaGrad { .. } => p0,
             Method::Ivon { h0, .. } => h0,
@@ -243,7 +259,7 @@ impl State {
             mu,
             s: vec![s0; d],
             m: vec![0.0; d],
-            adam: [vec![0.0; d], vec![0.0; d], vec![0.0; d]],
+            adam,
             t: 0,
         }
     }
@@ -325,22 +341,18 @@ impl State {
                     self.mu[i] -= alpha * (h0 + lt) * step.clamp(-clip, clip);
                 }
             }
-            Method::Bbvi { beta1, beta2, .. } => {
+            Method::Bbvi { .. } => {
                 let lambda = lt * self.n;
-                let [v_mu, m_rho, v_rho] = &mut self.adam;
+                let (mut grad_mu, mut grad_rho) = (vec![0.0; d], vec![0.0; d]);
                 for i in 0..d {
                     let sd = sigma[i];
-                    let grad_mu = stats.g[i] + lambda * self.mu[i] / self.n;
+                    grad_mu[i] = stats.g[i] + lambda * self.mu[i] / self.n;
                     let dkl_dsigma = lambda * sd - sd.recip();
-                    let grad_rho = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(self.s[i]);
-                    self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * grad_mu;
-                    v_mu[i] = beta2 * v_mu[i] + (1.0 - beta2) * grad_mu * grad_mu;
-                    m_rho[i] = beta1 * m_rho[i] + (1.0 - beta1) * grad_rho;
-                    v_rho[i] = beta2 * v_rho[i] + (1.0 - beta2) * grad_rho * grad_rho;
-                    let (c1, c2) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
-                    self.mu[i] -= alpha * (self.m[i] / c1) / ((v_mu[i] / c2).sqrt() + 1e-8);
-                    self.s[i] -= alpha * (m_rho[i] / c1) / ((v_rho[i] / c2).sqrt() + 1e-8);
+                    grad_rho[i] = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(self.s[i]);
                 }
+                let [adam_mu, adam_rho] = self.adam.as_mut().expect("BBVI keeps Adam's state");
+                adam_mu.step(&mut self.mu, &grad_mu, alpha);
+                adam_rho.step(&mut self.s, &grad_rho, alpha);
             }
         }
         let name = self.method.name();

@@ -1,19 +1,24 @@
-//! The mean-field Gaussian q(θ) = N(μ, diag σ²) that every method ends in.
+//! The mean-field Gaussian q(θ) = N(μ, diag σ²) that every method ends in, and the posterior
+//! that predicts with it.
 
+use std::path::Path;
+
+use bdl_inference::checkpoint::{self, Header};
+use bdl_inference::{Posterior, PredictOptions, Validate};
 use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::Model;
+use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::Result;
+use crate::{Method, Result};
 
 /// A diagonal Gaussian over the D parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DiagGaussian {
     /// μ.
     pub mean: Vec<f64>,
-    /// σ², each > 0.
+    /// σ², each ≥ 0 (the methods keep them > 0; a BBVI σ may underflow to 0).
     pub var: Vec<f64>,
 }
 
@@ -34,38 +39,144 @@ impl DiagGaussian {
             .sum::<f64>()
     }
 
-    /// `n` draws θ = μ + σ∘ε from a seeded stream, shape `[n, D]` in `dtype`; draw i comes from
-    /// the stream `seed.index(i)` alone.
-    pub fn sample(&self, n: usize, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
-        let d = self.mean.len();
-        let mut out = Vec::with_capacity(n * d);
-        for i in 0..n {
-            let mut rng = seed.fork("q-sample").index(i as u64).rng();
-            out.extend(self.mean.iter().zip(&self.var).map(|(m, v)| {
+    /// Draw i of the seeded family θ_i = μ + σ∘ε_i, ε_i from the stream
+    /// `seed.fork("q-sample").index(i)` alone, in `dtype`.
+    pub fn draw(&self, i: usize, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
+        let mut rng = seed.fork("q-sample").index(i as u64).rng();
+        let theta: Vec<f64> = self
+            .mean
+            .iter()
+            .zip(&self.var)
+            .map(|(m, v)| {
                 let e: f64 = StandardNormal.sample(&mut rng);
                 m + v.sqrt() * e
-            }));
-        }
-        Ok(Tensor::from_vec(out, (n, d), device)?.to_dtype(dtype)?)
+            })
+            .collect();
+        Ok(Tensor::from_vec(theta, self.mean.len(), device)?.to_dtype(dtype)?)
     }
 
-    /// The Monte Carlo predictive (1/S) Σ_s p(y | f(x; θ_s)) over `samples` draws: a mixture of
-    /// the likelihood's point predictives.
-    pub fn predictive(
-        &self,
-        model: &impl Model,
-        likelihood: &Likelihood,
-        x: &Tensor,
-        samples: usize,
-        seed: Seed,
-    ) -> Result<Predictive> {
-        let thetas = self.sample(samples, seed, x.dtype(), x.device())?;
-        let parts = (0..samples)
-            .map(|s| {
-                let f = model.forward(&thetas.get(s)?, x)?;
-                Ok(likelihood.point_predictive(&f)?)
-            })
+    /// Draws 0..n of [`draw`](Self::draw), shape `[n, D]`.
+    pub fn sample(&self, n: usize, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
+        let draws = (0..n)
+            .map(|i| self.draw(i, seed, dtype, device))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Predictive::mixture(&parts)?)
+        Ok(if draws.is_empty() {
+            Tensor::zeros((0, self.mean.len()), dtype, device)?
+        } else {
+            Tensor::stack(&draws, 0)?
+        })
+    }
+}
+
+/// A variational posterior: q(θ) with the network and likelihood it predicts with and the
+/// method that fitted it. Its predictive is the Monte Carlo mixture
+/// (1/S) Σ_s p(y | f(x; θ_s)) over the draws θ_s of [`DiagGaussian::draw`] with
+/// `options.seed`, in the dtype of the network's computation (that of the inputs).
+#[derive(Clone, Debug)]
+pub struct MeanField {
+    network: Network,
+    likelihood: Likelihood,
+    q: DiagGaussian,
+    method: Method,
+}
+
+impl MeanField {
+    /// q (with one mean and variance per parameter of `network`) fitted by `method`.
+    pub fn new(
+        network: Network,
+        likelihood: Likelihood,
+        q: DiagGaussian,
+        method: Method,
+    ) -> Result<Self> {
+        likelihood.check()?;
+        let d = network.layout().len();
+        bdl_inference::require(
+            q.mean.len() == d && q.var.len() == d,
+            "q",
+            format!("{} means and {} variances", q.mean.len(), q.var.len()),
+            &format!("one of each per parameter ({d})"),
+        )?;
+        bdl_inference::require(
+            q.var.iter().all(|v| *v >= 0.0 && v.is_finite())
+                && q.mean.iter().all(|m| m.is_finite()),
+            "q",
+            "a non-finite mean or a negative variance",
+            "finite means and variances >= 0 (0: a weight at its mean)",
+        )?;
+        Ok(Self {
+            network,
+            likelihood,
+            q,
+            method,
+        })
+    }
+
+    /// q(θ) = N(μ, diag σ²).
+    pub fn q(&self) -> &DiagGaussian {
+        &self.q
+    }
+
+    /// The method and its hyper-parameters.
+    pub fn fitted_by(&self) -> &Method {
+        &self.method
+    }
+}
+
+const KIND: &str = "mean-field";
+
+impl Posterior for MeanField {
+    fn method(&self) -> &str {
+        self.method.name()
+    }
+
+    fn network(&self) -> &Network {
+        &self.network
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.likelihood
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        options.validate()?;
+        bdl_inference::mixture(options.samples, |s| {
+            let theta = self.q.draw(s, options.seed, x.dtype(), x.device())?;
+            let f =
+                bdl_inference::forward_batched(&self.network, &theta, x, options.batch_size, None)?;
+            Ok(self.likelihood.point_predictive(&f)?)
+        })
+    }
+
+    fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        Ok(Some(self.q.sample(n, seed, DType::F64, &Device::Cpu)?))
+    }
+
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let header = Header {
+            kind: KIND,
+            network: &self.network,
+            likelihood: self.likelihood,
+            seed: None,
+            config: &self.method,
+        };
+        let tensors = vec![
+            ("mean", checkpoint::vector_tensor(&self.q.mean)?),
+            ("var", checkpoint::vector_tensor(&self.q.var)?),
+        ];
+        checkpoint::save(path, &header, tensors)
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        let mut saved = checkpoint::load::<Method>(path, KIND)?;
+        let d = saved.network.layout().len();
+        let q = DiagGaussian {
+            mean: saved.vector("mean", d)?,
+            var: saved.vector("var", d)?,
+        };
+        Ok(Self::new(saved.network, saved.likelihood, q, saved.config)?)
     }
 }

@@ -1,15 +1,20 @@
-//! The minibatch loop shared by every method.
+//! The variational training loop shared by every method, on the workspace's
+//! [`MinibatchLoop`].
 
+use std::ops::ControlFlow;
+
+use bdl_inference::{
+    InvalidParam, MinibatchLoop, Valid, Validate, at_least_one, positive, require,
+};
 use bdl_likelihoods::Likelihood;
-use bdl_models::Model;
+use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
-use candle_core::{Device, Tensor};
-use rand::seq::SliceRandom;
+use candle_core::Tensor;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::method::{Curvature, State, Stats};
-use crate::{DiagGaussian, Error, Method, Result};
+use crate::{MeanField, Method, Result};
 
 /// How to fit a variational posterior.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -47,34 +52,32 @@ impl VariationalConfig {
             seed: Seed(0),
         }
     }
+}
 
-    /// Checks the method and the loop settings.
-    pub fn check(&self) -> Result<()> {
-        self.method.check()?;
-        let p0_ok = self.init_precision.is_none_or(|p| p > 0.0 && p.is_finite());
-        if self.prior_precision > 0.0
-            && self.prior_precision.is_finite()
-            && p0_ok
-            && self.epochs > 0
-            && self.batch_size > 0
-            && self.mc_samples > 0
-            && self.lr_decay.is_none_or(|k| k >= 0.0)
-        {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig(format!(
-                "need prior_precision > 0, init_precision > 0, epochs, batch_size and \
-                 mc_samples >= 1, lr_decay >= 0; got {self:?}"
-            )))
+impl Validate for VariationalConfig {
+    /// The method's hyper-parameters, λ and the initial precision finite and > 0, at least one
+    /// epoch, example per batch and sample per step, κ ≥ 0.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        self.method.validate().map_err(|e| e.within("method"))?;
+        positive("prior_precision", self.prior_precision)?;
+        if let Some(p0) = self.init_precision {
+            positive("init_precision", p0)?;
         }
+        at_least_one("epochs", self.epochs)?;
+        at_least_one("batch_size", self.batch_size)?;
+        at_least_one("mc_samples", self.mc_samples)?;
+        if let Some(k) = self.lr_decay {
+            require(k >= 0.0, "lr_decay", k, ">= 0")?;
+        }
+        Ok(())
     }
 }
 
 /// A fitted variational posterior.
 #[derive(Clone, Debug)]
 pub struct VariationalFit {
-    /// q(θ) = N(μ, diag σ²).
-    pub posterior: DiagGaussian,
+    /// q(θ) = N(μ, diag σ²) with the network and likelihood it predicts with.
+    pub posterior: MeanField,
     /// The mean negative log-likelihood (1/N) Σ_n −log p(y_n | f(x_n; μ)) after each epoch.
     pub nll: Vec<f64>,
 }
@@ -83,30 +86,30 @@ pub struct VariationalFit {
 /// the compute dtype of the network).
 ///
 /// ```
+/// use bdl_inference::Validate;
 /// use bdl_likelihoods::Likelihood;
-/// use bdl_models::{Activation, Mlp, MlpSpec};
-/// use bdl_tensor::Seed;
+/// use bdl_models::{Activation, Mlp, MlpSpec, Network};
 /// use bdl_variational::{Method, VariationalConfig, fit};
 /// use candle_core::{DType, Device, Tensor};
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
-/// let model = Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity))?;
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity))?);
 /// let x = Tensor::new(&[[-1.0f64], [0.0], [1.0], [2.0]], &Device::Cpu)?;
 /// let y = Tensor::new(&[[-1.9f64], [0.1], [2.1], [3.9]], &Device::Cpu)?;
-/// let config = VariationalConfig::new(Method::vadam(0.05), 1.0, 300, 4);
+/// let config = VariationalConfig::new(Method::vadam(0.05), 1.0, 300, 4).check()?;
 /// let mu0 = Tensor::zeros(2, DType::F64, &Device::Cpu)?;
-/// let q = fit(&model, &mu0, Likelihood::Gaussian { sigma: 0.5 }, &x, &y, &config)?;
-/// assert!((q.posterior.mean[0] - 2.0).abs() < 0.3); // the slope
+/// let q = fit(&net, &mu0, Likelihood::Gaussian { sigma: 0.5 }, &x, &y, &config)?;
+/// assert!((q.posterior.q().mean[0] - 2.0).abs() < 0.3); // the slope
 /// # Ok(()) }
 /// ```
 pub fn fit(
-    model: &impl Model,
+    network: &Network,
     mu0: &Tensor,
     likelihood: Likelihood,
     x: &Tensor,
     y: &Tensor,
-    config: &VariationalConfig,
+    config: &Valid<VariationalConfig>,
 ) -> Result<VariationalFit> {
-    fit_monitored(model, mu0, likelihood, x, y, config, |_, _| ())
+    fit_monitored(network, mu0, likelihood, x, y, config, |_, _| ())
 }
 
 /// [`fit`], calling `on_epoch(epoch, q)` after every epoch (from 0) with the posterior q reached
@@ -114,21 +117,18 @@ pub fn fit(
 /// posterior. The callback does not touch the random streams: the fit is the same with any
 /// callback.
 pub fn fit_monitored(
-    model: &impl Model,
+    network: &Network,
     mu0: &Tensor,
     likelihood: Likelihood,
     x: &Tensor,
     y: &Tensor,
-    config: &VariationalConfig,
-    mut on_epoch: impl FnMut(usize, &DiagGaussian),
+    config: &Valid<VariationalConfig>,
+    mut on_epoch: impl FnMut(usize, &MeanField),
 ) -> Result<VariationalFit> {
-    config.check()?;
     likelihood.check()?;
-    model.layout().check_flat(mu0)?;
-    let (n, targets) = (x.dims()[0], y.dims().first().copied().unwrap_or(0));
-    if n == 0 || n != targets {
-        return Err(Error::Data { inputs: n, targets });
-    }
+    network.layout().check_flat(mu0)?;
+    let data = MinibatchLoop::new(x, y, config.batch_size, config.seed)?;
+    let n = data.len();
     let (dtype, device) = (mu0.dtype(), mu0.device());
     let lambda = config.prior_precision;
     let p0 = config.init_precision.unwrap_or(lambda);
@@ -141,18 +141,22 @@ pub fn fit_monitored(
     );
     let curvature = config.method.curvature();
     let d = state.mu.len();
-    let mut order: Vec<usize> = (0..n).collect();
-    let mut shuffle = config.seed.fork("minibatches").rng();
     let mut noise = config.seed.fork("perturbation").rng();
     let mut nll = Vec::with_capacity(config.epochs);
     let mut step = 0usize;
+    let posterior = |state: &State| {
+        MeanField::new(
+            network.clone(),
+            likelihood,
+            state.posterior(),
+            config.method.clone(),
+        )
+    };
     for epoch in 0..config.epochs {
-        order.shuffle(&mut shuffle);
-        for chunk in order.chunks(config.batch_size) {
-            let idx: Vec<u32> = chunk.iter().map(|&i| i as u32).collect();
-            let idx = Tensor::from_vec(idx, chunk.len(), &Device::Cpu)?.to_device(device)?;
-            let (xb, yb) = (x.index_select(&idx, 0)?, y.index_select(&idx, 0)?);
-            let scale = (chunk.len() * config.mc_samples) as f64;
+        let mut diverged = None;
+        data.epoch(epoch, |xb, yb| {
+            let m = xb.dims()[0] as f64;
+            let scale = m * config.mc_samples as f64;
             let mut stats = Stats {
                 g: vec![0.0; d],
                 g_sq: vec![0.0; d],
@@ -168,21 +172,20 @@ pub fn fit_monitored(
                 let eps: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut noise)).collect();
                 let theta: Vec<f64> = (0..d).map(|i| state.mu[i] + sigma[i] * eps[i]).collect();
                 let theta = Tensor::from_vec(theta, d, device)?.to_dtype(dtype)?;
-                let cache = model.forward_cached(&theta, &xb)?;
-                let r = likelihood.grad_f(&cache.output, &yb)?.to_dtype(dtype)?;
-                let g = bdl_tensor::to_f64_vec(&model.backward(&theta, &cache, &r)?)?;
+                let cache = network.forward_cached(&theta, xb)?;
+                let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
+                let g = bdl_tensor::to_f64_vec(&network.backward(&theta, &cache, &r)?)?;
                 let h = match curvature {
                     Curvature::None => Vec::new(),
                     Curvature::SumSqGrads => {
-                        bdl_tensor::to_f64_vec(&model.sum_sq_grads(&theta, &cache, &r)?)?
+                        bdl_tensor::to_f64_vec(&network.sum_sq_grads(&theta, &cache, &r)?)?
                     }
                     Curvature::GgnDiagonal => {
                         let factor = likelihood.hess_factor(&cache.output)?;
-                        bdl_tensor::to_f64_vec(&model.ggn_diagonal(&theta, &cache, &factor)?)?
+                        bdl_tensor::to_f64_vec(&network.ggn_diagonal(&theta, &cache, &factor)?)?
                     }
                 };
                 // g is a sum over the minibatch: the mean is g / M, averaged over samples.
-                let m = chunk.len() as f64;
                 for i in 0..d {
                     let gi = g[i] / m;
                     stats.g[i] += gi / config.mc_samples as f64;
@@ -197,15 +200,24 @@ pub fn fit_monitored(
             let lr_scale = config
                 .lr_decay
                 .map_or(1.0, |k| 1.0 / (1.0 + (step as f64).powf(k)));
-            state.update(&stats, lr_scale)?;
+            Ok(match state.update(&stats, lr_scale) {
+                Ok(()) => ControlFlow::Continue(()),
+                Err(e) => {
+                    diverged = Some(e);
+                    ControlFlow::Break(())
+                }
+            })
+        })?;
+        if let Some(e) = diverged {
+            return Err(e);
         }
         let mu = Tensor::from_vec(state.mu.clone(), d, device)?.to_dtype(dtype)?;
-        let ll = bdl_tensor::to_f64_vec(&likelihood.log_lik(&model.forward(&mu, x)?, y)?)?;
+        let ll = bdl_tensor::to_f64_vec(&likelihood.log_lik(&network.forward(&mu, x)?, y)?)?;
         nll.push(-ll.iter().sum::<f64>() / n as f64);
-        on_epoch(epoch, &state.posterior());
+        on_epoch(epoch, &posterior(&state)?);
     }
     Ok(VariationalFit {
-        posterior: state.posterior(),
+        posterior: posterior(&state)?,
         nll,
     })
 }

@@ -2,8 +2,9 @@
 //! features Φ = [x, 1], noise σ and prior N(0, λ⁻¹ I), the posterior precision is
 //! A = ΦᵀΦ/σ² + λI and the optimal mean-field q has mean A⁻¹Φᵀy/σ² and precisions diag(A).
 
+use bdl_inference::{Valid, Validate};
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Activation, Mlp, MlpSpec};
+use bdl_models::{Activation, Mlp, MlpSpec, Network};
 use bdl_tensor::Seed;
 use bdl_variational::{Method, VariationalConfig, fit, fit_monitored};
 use candle_core::{DType, Device, Tensor};
@@ -13,7 +14,7 @@ const LAMBDA: f64 = 2.0;
 const N: usize = 40;
 
 struct Problem {
-    model: Mlp,
+    model: Network,
     x: Tensor,
     y: Tensor,
     /// The exact mean-field optimum: mean and variances of (w, b).
@@ -51,7 +52,9 @@ fn problem() -> Problem {
         (a[0][0] * b[1] - a[1][0] * b[0]) / det,
     ];
     Problem {
-        model: Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity)).unwrap(),
+        model: Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity))
+            .unwrap()
+            .into(),
         x: Tensor::from_vec(xs, (N, 1), &Device::Cpu).unwrap(),
         y: Tensor::from_vec(ys, (N, 1), &Device::Cpu).unwrap(),
         mean,
@@ -60,6 +63,7 @@ fn problem() -> Problem {
 }
 
 fn run(p: &Problem, config: &VariationalConfig) -> bdl_variational::VariationalFit {
+    let config = valid(config);
     let mu0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
     fit(
         &p.model,
@@ -67,9 +71,13 @@ fn run(p: &Problem, config: &VariationalConfig) -> bdl_variational::VariationalF
         Likelihood::Gaussian { sigma: SIGMA },
         &p.x,
         &p.y,
-        config,
+        &config,
     )
     .unwrap()
+}
+
+fn valid(config: &VariationalConfig) -> Valid<VariationalConfig> {
+    config.clone().check().unwrap()
 }
 
 #[test]
@@ -90,7 +98,8 @@ fn von_reaches_the_exact_mean_field_optimum() {
     );
     config.mc_samples = 16;
     config.lr_decay = Some(0.55);
-    let q = run(&p, &config).posterior;
+    let fit = run(&p, &config);
+    let q = fit.posterior.q();
     for i in 0..2 {
         assert!(
             (q.var[i] - p.var[i]).abs() <= 1e-12 * p.var[i],
@@ -131,7 +140,8 @@ fn ivon_and_bbvi_approach_the_mean_field_optimum() {
     for method in [ivon, bbvi] {
         let mut config = VariationalConfig::new(method.clone(), LAMBDA, 4000, N);
         config.mc_samples = 8;
-        let q = run(&p, &config).posterior;
+        let fit = run(&p, &config);
+        let q = fit.posterior.q();
         for i in 0..2 {
             let sd = p.var[i].sqrt();
             assert!(
@@ -167,10 +177,10 @@ fn the_same_seed_gives_the_same_posterior() {
         },
     ] {
         let mut config = VariationalConfig::new(method, LAMBDA, 20, 8);
-        let a = run(&p, &config).posterior;
-        assert_eq!(a, run(&p, &config).posterior);
+        let a = run(&p, &config).posterior.q().clone();
+        assert_eq!(&a, run(&p, &config).posterior.q());
         config.seed = Seed(9);
-        assert_ne!(a, run(&p, &config).posterior);
+        assert_ne!(&a, run(&p, &config).posterior.q());
     }
 }
 
@@ -189,17 +199,17 @@ fn the_epoch_callback_sees_each_epoch_and_changes_nothing() {
         Likelihood::Gaussian { sigma: SIGMA },
         &p.x,
         &p.y,
-        &config,
-        |epoch, q| seen.push((epoch, q.clone())),
+        &valid(&config),
+        |epoch, q| seen.push((epoch, q.q().clone())),
     )
     .unwrap();
     assert_eq!(
         seen.iter().map(|s| s.0).collect::<Vec<_>>(),
         (0..7).collect::<Vec<_>>()
     );
-    assert_eq!(seen[6].1, monitored.posterior);
-    assert_ne!(seen[0].1, monitored.posterior);
-    assert_eq!(monitored.posterior, run(&p, &config).posterior);
+    assert_eq!(&seen[6].1, monitored.posterior.q());
+    assert_ne!(&seen[0].1, monitored.posterior.q());
+    assert_eq!(monitored.posterior.q(), run(&p, &config).posterior.q());
     assert_eq!(monitored.nll, run(&p, &config).nll);
 }
 
@@ -208,14 +218,15 @@ fn bad_input_is_an_error() {
     let p = problem();
     let mu0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
     let lik = Likelihood::Gaussian { sigma: SIGMA };
-    let config = VariationalConfig::new(Method::vadam(0.05), LAMBDA, 1, 8);
+    let config = valid(&VariationalConfig::new(Method::vadam(0.05), LAMBDA, 1, 8));
     let short_y = p.y.narrow(0, 0, 5).unwrap();
     assert!(fit(&p.model, &mu0, lik, &p.x, &short_y, &config).is_err());
     let wrong_mu = Tensor::zeros(3, DType::F64, &Device::Cpu).unwrap();
     assert!(fit(&p.model, &wrong_mu, lik, &p.x, &p.y, &config).is_err());
+    // A zero prior precision is refused when the configuration is checked, before any fit.
     let bad = VariationalConfig::new(Method::vadam(0.05), 0.0, 1, 8);
-    assert!(fit(&p.model, &mu0, lik, &p.x, &p.y, &bad).is_err());
-    let diverging = VariationalConfig::new(
+    assert_eq!(bad.check().unwrap_err().param, "prior_precision");
+    let diverging = valid(&VariationalConfig::new(
         Method::Von {
             learning_rate: 1e6,
             beta: 0.5,
@@ -223,7 +234,7 @@ fn bad_input_is_an_error() {
         LAMBDA,
         50,
         8,
-    );
+    ));
     let err = fit(&p.model, &mu0, lik, &p.x, &p.y, &diverging).unwrap_err();
     assert!(
         matches!(err, bdl_variational::Error::Diverged { method: "VON", .. }),

@@ -62,7 +62,7 @@ impl ColumnOp {
             Direction::Gather => gather_block(table, src, dst),
             Direction::ScatterAdd => scatter_add_block(table, src, dst),
         };
-        if dst.len() >= PARALLEL_MIN_LEN && crate::num_threads() > 1 {
+        if dst.len() >= PARALLEL_MIN_LEN && crate::current_threads() > 1 {
             dst.par_chunks_mut(out_len)
                 .zip(src.par_chunks(in_len))
                 .for_each(block);

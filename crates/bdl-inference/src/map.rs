@@ -1,17 +1,18 @@
 //! MAP training: Adam or SGD with momentum, weight decay equal to the prior precision, early
-//! stopping on a held-out fraction, σ by maximum likelihood.
+//! stopping on a held-out fraction, σ by maximum likelihood. The start of every Laplace
+//! approximation, SWAG run and ensemble member.
 
 use std::ops::ControlFlow;
 
-use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::Model;
+use bdl_likelihoods::Likelihood;
+use bdl_models::Network;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
-use crate::optim::Optimizer;
-use crate::train::{Trainer, finite, mean_nll, paired_rows, rows};
-use crate::{Error, Result};
+use crate::train::{Trainer, finite, mean_nll};
+use crate::valid::{Valid, Validate, at_least_one, non_negative, positive, require};
+use crate::{InvalidParam, MapEstimate, MinibatchLoop, Optimizer, Result, paired_rows, rows};
 
 /// How to train to the MAP.
 ///
@@ -41,8 +42,8 @@ pub struct MapConfig {
     /// negative log-likelihood. `None` runs all `epochs` (and still returns the best). Ignored
     /// without a held-out set.
     pub patience: Option<usize>,
-    /// The seed of the held-out split (`seed.fork("map-validation")`), the minibatch shuffles
-    /// and the dropout masks of training.
+    /// The seed of the held-out split (`seed.fork("map-validation")`), the minibatch orders
+    /// and the dropout masks of training (`seed.fork("map")`).
     pub seed: Seed,
 }
 
@@ -62,35 +63,67 @@ impl Default for MapConfig {
     }
 }
 
-impl MapConfig {
-    /// Checks the configuration: learning rate finite and > 0, prior precision finite and ≥ 0,
-    /// at least one epoch, batch size ≥ 1, validation fraction in [0, 1), a valid optimiser.
-    pub fn check(&self) -> Result<()> {
-        self.optimizer.check()?;
-        let ok = crate::optim::step_settings_ok(
-            self.learning_rate,
-            self.prior_precision,
-            self.batch_size,
-        ) && self.epochs > 0
-            && (0.0..1.0).contains(&self.validation_fraction);
-        if ok {
-            Ok(())
-        } else {
-            Err(Error::InvalidConfig(format!(
-                "MAP: need finite learning_rate > 0, finite prior_precision >= 0, epochs >= 1, \
-                 batch_size >= 1 and validation_fraction in [0, 1), got {self:?}"
-            )))
+impl Validate for MapConfig {
+    /// A valid optimiser, learning rate finite and > 0, prior precision finite and ≥ 0, at
+    /// least one epoch and one example per batch, validation fraction in [0, 1).
+    fn validate(&self) -> Result<(), InvalidParam> {
+        self.optimizer
+            .validate()
+            .map_err(|e| e.within("optimizer"))?;
+        positive("learning_rate", self.learning_rate)?;
+        non_negative("prior_precision", self.prior_precision)?;
+        at_least_one("epochs", self.epochs)?;
+        at_least_one("batch_size", self.batch_size)?;
+        require(
+            (0.0..1.0).contains(&self.validation_fraction),
+            "validation_fraction",
+            self.validation_fraction,
+            "in [0, 1)",
+        )
+    }
+}
+
+/// A seeded train / held-out partition of the rows.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Holdout {
+    /// The rows trained on, sorted.
+    pub train: Vec<usize>,
+    /// The held-out rows, sorted.
+    pub held_out: Vec<usize>,
+}
+
+impl Holdout {
+    /// The held-out split `config` asks for over `n` rows, if any (from
+    /// `config.seed.fork("map-validation")`); both parts must be non-empty.
+    pub fn of(n: usize, config: &MapConfig) -> Result<Option<Self>> {
+        if config.validation_fraction == 0.0 {
+            return Ok(None);
         }
+        let (train, held_out) = bdl_data::holdout_indices(
+            n,
+            config.validation_fraction,
+            config.seed.fork("map-validation"),
+        )?;
+        require(
+            !train.is_empty() && !held_out.is_empty(),
+            "validation_fraction",
+            config.validation_fraction,
+            &format!(
+                "such that both the {n} examples' training part ({}) and held-out part ({}) are \
+                 non-empty",
+                train.len(),
+                held_out.len()
+            ),
+        )?;
+        Ok(Some(Self { train, held_out }))
     }
 }
 
 /// What the held-out set saw.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Validation {
-    /// The rows of x trained on, sorted.
-    pub train: Vec<usize>,
-    /// The held-out rows of x, sorted.
-    pub held_out: Vec<usize>,
+    /// The split.
+    pub holdout: Holdout,
     /// The mean held-out negative log-likelihood −(1/|V|) Σ_{n∈V} log p(y_n | f(x_n; θ)) after
     /// each epoch run.
     pub nlls: Vec<f64>,
@@ -102,10 +135,8 @@ pub struct Validation {
 /// The result of MAP training.
 #[derive(Clone, Debug)]
 pub struct MapFit {
-    /// θ̂, the trained parameters (with a held-out set, those of the best validation epoch).
-    pub theta: Tensor,
-    /// The likelihood, with σ re-estimated when asked (the σ of the returned epoch).
-    pub likelihood: Likelihood,
+    /// θ̂ with its network and likelihood (σ re-estimated when asked): a point-mass posterior.
+    pub estimate: MapEstimate,
     /// The mean per-example loss L(θ)/N on the training examples after each epoch run (fewer
     /// than `epochs` when training stopped early).
     pub losses: Vec<f64>,
@@ -113,38 +144,27 @@ pub struct MapFit {
     pub validation: Option<Validation>,
 }
 
-impl MapFit {
-    /// The plug-in predictive p(y* | f(x*; θ̂)): N(f, σ²) for regression, σ(f) or softmax(f) for
-    /// classification (no dropout).
-    pub fn predictive(&self, model: &impl Model, x: &Tensor) -> Result<Predictive> {
-        let f = model.forward(&self.theta, x)?;
-        Ok(self.likelihood.point_predictive(&f)?)
-    }
-}
-
-/// Trains `model` from `theta0` to the MAP of the data (x, y) under `likelihood` and the prior
+/// Trains `network` from `theta0` to the MAP of the data (x, y) under `likelihood` and the prior
 /// N(0, λ⁻¹ I), i.e. minimises
 ///
-/// L(θ) = −Σ_n log p(y_n | f(x_n; θ)) + ½ λ ‖θ‖².
+/// L(θ) = −Σ_n log p(y_n | f(x_n; θ)) + ½ λ ‖θ‖²,
 ///
-/// Each step uses the minibatch gradient rescaled to the whole training set,
-/// (N/B) Σ_{n∈B} J_nᵀ ∂ℓ_n/∂f + λθ, divided by N so that step sizes do not depend on N. When the
-/// model has dropout, training draws fresh masks from a seeded stream; losses, validation and
-/// [`MapFit::predictive`] run without dropout.
+/// by [`Trainer`] (minibatch gradients rescaled per example, so step sizes do not depend on N;
+/// fresh dropout masks per step when the network has dropout; losses and validation without).
 ///
-/// With `validation_fraction` > 0, a seeded fraction of the rows is held out
-/// ([`bdl_data::holdout_indices`]), the held-out negative log-likelihood is recorded after every
-/// epoch, training stops after `patience` epochs without improvement, and the parameters (and σ)
-/// of the best epoch are returned.
+/// With `validation_fraction` > 0, a seeded fraction of the rows is held out ([`Holdout`]), the
+/// held-out negative log-likelihood is recorded after every epoch, training stops after
+/// `patience` epochs without improvement, and the parameters (and σ) of the best epoch are
+/// returned.
 ///
 /// ```
-/// use bdl_baselines::{MapConfig, Optimizer, train_map};
+/// use bdl_inference::{MapConfig, Optimizer, Posterior, PredictOptions, Validate, train_map};
 /// use bdl_likelihoods::Likelihood;
-/// use bdl_models::{Activation, Mlp, MlpSpec};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Network};
 /// use bdl_tensor::Seed;
 /// use candle_core::{DType, Device, Tensor};
-/// # fn main() -> Result<(), bdl_baselines::Error> {
-/// let mlp = Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?;
+/// # fn main() -> Result<(), bdl_inference::Error> {
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?);
 /// let x = Tensor::arange(0u32, 40, &Device::Cpu)?.to_dtype(DType::F32)?.affine(0.05, -1.0)?.unsqueeze(1)?;
 /// let y = x.sin()?;
 /// let config = MapConfig {
@@ -155,99 +175,78 @@ impl MapFit {
 ///     validation_fraction: 0.25, // 10 rows held out, early stopping on them
 ///     learn_sigma: true,
 ///     ..MapConfig::default()
-/// };
-/// let theta0 = mlp.init(Seed(1), DType::F32, &Device::Cpu)?;
-/// let fit = train_map(&mlp, &theta0, Likelihood::Gaussian { sigma: 1.0 }, &x, &y, &config)?;
-/// assert_eq!(fit.validation.as_ref().map(|v| v.held_out.len()), Some(10));
-/// let pred = fit.predictive(&mlp, &x)?; // N(f(x; θ̂), σ²)
+/// }
+/// .check()?;
+/// let theta0 = net.init(Seed(1), DType::F32, &Device::Cpu)?;
+/// let fit = train_map(&net, &theta0, Likelihood::Gaussian { sigma: 1.0 }, &x, &y, &config)?;
+/// assert_eq!(fit.validation.as_ref().map(|v| v.holdout.held_out.len()), Some(10));
+/// let pred = fit.estimate.predictive(&x, &PredictOptions::default())?; // N(f(x; θ̂), σ²)
 /// assert_eq!(pred.mean()?.dims(), &[40, 1]);
 /// # Ok(()) }
 /// ```
 pub fn train_map(
-    model: &impl Model,
+    network: &Network,
     theta0: &Tensor,
     likelihood: Likelihood,
     x: &Tensor,
     y: &Tensor,
-    config: &MapConfig,
+    config: &Valid<MapConfig>,
 ) -> Result<MapFit> {
-    config.check()?;
-    let split = holdout(paired_rows(x, y)?, config)?;
-    fit_map(model, theta0, likelihood, x, y, config, split, config.seed)
+    let holdout = Holdout::of(paired_rows(x, y)?, config)?;
+    train_map_on(
+        network,
+        theta0,
+        likelihood,
+        x,
+        y,
+        config,
+        holdout.as_ref(),
+        config.seed,
+    )
 }
 
-/// A train / held-out partition of the rows.
-#[derive(Clone, Debug)]
-pub(crate) struct Split {
-    train: Vec<usize>,
-    held_out: Vec<usize>,
-}
-
-/// The seeded held-out split that `config` asks for over `n` rows, if any; both parts must be
-/// non-empty.
-pub(crate) fn holdout(n: usize, config: &MapConfig) -> Result<Option<Split>> {
-    if config.validation_fraction == 0.0 {
-        return Ok(None);
-    }
-    let (train, held_out) = bdl_data::holdout_indices(
-        n,
-        config.validation_fraction,
-        config.seed.fork("map-validation"),
-    )?;
-    if train.is_empty() || held_out.is_empty() {
-        return Err(Error::InvalidConfig(format!(
-            "validation_fraction {} of {n} examples leaves {} to train on and {} held out; both \
-             must be >= 1",
-            config.validation_fraction,
-            train.len(),
-            held_out.len()
-        )));
-    }
-    Ok(Some(Split { train, held_out }))
-}
-
-/// MAP training on a given split, with minibatch and dropout streams forked off `stream`
-/// (`config.seed` for [`train_map`]; an ensemble member's own seed). `config` must be checked.
-pub(crate) fn fit_map(
-    model: &impl Model,
+/// [`train_map`] on a given held-out split, with minibatch and dropout streams forked off
+/// `stream` (`config.seed` for [`train_map`]; an ensemble member's own seed).
+pub fn train_map_on(
+    network: &Network,
     theta0: &Tensor,
     likelihood: Likelihood,
     x: &Tensor,
     y: &Tensor,
-    config: &MapConfig,
-    split: Option<Split>,
+    config: &Valid<MapConfig>,
+    holdout: Option<&Holdout>,
     stream: Seed,
 ) -> Result<MapFit> {
-    let (x_train, y_train, held_out) = match &split {
+    paired_rows(x, y)?;
+    let (x_train, y_train, held_out) = match holdout {
         None => (x.clone(), y.clone(), None),
-        Some(s) => (
-            rows(x, &s.train)?,
-            rows(y, &s.train)?,
-            Some((rows(x, &s.held_out)?, rows(y, &s.held_out)?)),
+        Some(h) => (
+            rows(x, &h.train)?,
+            rows(y, &h.train)?,
+            Some((rows(x, &h.held_out)?, rows(y, &h.held_out)?)),
         ),
     };
+    let stream = stream.fork("map");
+    let data = MinibatchLoop::new(&x_train, &y_train, config.batch_size, stream)?;
     let mut trainer = Trainer::new(
-        model,
-        x_train,
-        y_train,
+        network,
+        theta0,
+        data,
         likelihood,
         config.prior_precision,
-        config.batch_size,
         config.optimizer,
-        stream.fork("map"),
+        stream,
     )?;
-    let mut theta = theta0.clone();
     let mut losses = Vec::with_capacity(config.epochs);
     let mut nlls = Vec::new();
     // (epoch, validation NLL, θ, likelihood) of the best epoch so far.
     let mut best: Option<(usize, f64, Tensor, Likelihood)> = None;
     for epoch in 0..config.epochs {
-        (theta, _) = trainer.epoch(theta, config.learning_rate, |_| {
-            Ok(ControlFlow::Continue(()))
-        })?;
-        losses.push(trainer.loss(&theta, config.learn_sigma, epoch)?);
+        trainer.epoch(config.learning_rate, |_| Ok(ControlFlow::Continue(())))?;
+        losses.push(trainer.loss(config.learn_sigma)?);
         let Some((xv, yv)) = &held_out else { continue };
-        let nll = mean_nll(model, &theta, trainer.likelihood, xv, yv)?;
+        let theta = trainer.theta()?;
+        let nll = mean_nll(network, &theta, trainer.likelihood(), xv, yv)?;
         nlls.push(finite(nll, "validation", epoch)?);
         match &best {
             Some((best_epoch, best_nll, ..)) if nll >= *best_nll => {
@@ -255,35 +254,38 @@ pub(crate) fn fit_map(
                     break;
                 }
             }
-            _ => best = Some((epoch, nll, theta.clone(), trainer.likelihood)),
+            _ => best = Some((epoch, nll, theta, trainer.likelihood())),
         }
     }
-    Ok(match (split, best) {
-        (Some(Split { train, held_out }), Some((best_epoch, _, theta, likelihood))) => MapFit {
+    let (theta, likelihood, validation) = match (holdout, best) {
+        (Some(holdout), Some((best_epoch, _, theta, likelihood))) => (
             theta,
             likelihood,
-            losses,
-            validation: Some(Validation {
-                train,
-                held_out,
+            Some(Validation {
+                holdout: holdout.clone(),
                 nlls,
                 best_epoch,
             }),
-        },
-        _ => MapFit {
-            theta,
-            likelihood: trainer.likelihood,
-            losses,
-            validation: None,
-        },
+        ),
+        _ => (trainer.theta()?, trainer.likelihood(), None),
+    };
+    Ok(MapFit {
+        estimate: MapEstimate::new(network.clone(), theta, likelihood)?,
+        losses,
+        validation,
     })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Error, Posterior};
     use bdl_models::{Activation, Mlp, MlpSpec};
     use candle_core::{DType, Device};
+
+    fn mlp(widths: &[usize], activation: Activation) -> Network {
+        Mlp::new(MlpSpec::new(widths, activation)).unwrap().into()
+    }
 
     /// y = 2x − 0.5 + 0.1 sin 7x on 50 points in [−1, 1).
     fn line() -> (Vec<f64>, Vec<f64>) {
@@ -306,7 +308,7 @@ mod tests {
         // quadratic (Hessian eigenvalues ≈ 0.3 and 1.1 per example), so 3000 full-batch steps
         // of either optimiser reach it within 1e-3 (Adam's last steps are ~lr·|m̂|/√v̂ ≪ 1e-3
         // near the optimum; SGD with momentum contracts by ~0.97 per step).
-        let model = Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity)).unwrap();
+        let model = mlp(&[1, 1], Activation::Identity);
         let (xs, ys) = line();
         let (x, y) = (column(&xs), column(&ys));
         let lambda = 3.0;
@@ -328,7 +330,9 @@ mod tests {
                 epochs: 3000,
                 batch_size: 50,
                 ..MapConfig::default()
-            };
+            }
+            .check()
+            .unwrap();
             let theta0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
             let fit = train_map(
                 &model,
@@ -339,7 +343,7 @@ mod tests {
                 &config,
             )
             .unwrap();
-            let got: Vec<f64> = fit.theta.to_vec1().unwrap();
+            let got: Vec<f64> = fit.estimate.theta().to_vec1().unwrap();
             assert!(
                 (got[0] - w).abs() < 1e-3 && (got[1] - bias).abs() < 1e-3,
                 "{optimizer:?}: {got:?} vs {w}, {bias}"
@@ -356,7 +360,7 @@ mod tests {
 
     /// 40 noisy points of sin 3x on [−1, 1] (uniform noise on [−0.5, 0.5], seeded) and an MLP
     /// 1-50-50-1 with no prior: it overfits the noise, so the validation NLL turns up.
-    fn overfitting_setup() -> (Mlp, Tensor, Tensor, Tensor) {
+    fn overfitting_setup() -> (Network, Tensor, Tensor, Tensor) {
         use rand::Rng;
         let mut rng = Seed(7).rng();
         let xs: Vec<f32> = (0..40).map(|i| i as f32 / 19.5 - 1.0).collect();
@@ -364,7 +368,7 @@ mod tests {
             .iter()
             .map(|x| (3.0 * x).sin() + rng.random::<f32>() - 0.5)
             .collect();
-        let model = Mlp::new(MlpSpec::new(&[1, 50, 50, 1], Activation::Tanh)).unwrap();
+        let model = mlp(&[1, 50, 50, 1], Activation::Tanh);
         let theta0 = model.init(Seed(3), DType::F32, &Device::Cpu).unwrap();
         let x = Tensor::from_vec(xs, (40, 1), &Device::Cpu).unwrap();
         let y = Tensor::from_vec(ys, (40, 1), &Device::Cpu).unwrap();
@@ -384,10 +388,23 @@ mod tests {
             patience: Some(100),
             ..MapConfig::default()
         };
-        let fit = train_map(&model, &theta0, lik, &x, &y, &config).unwrap();
+        let fit = train_map(
+            &model,
+            &theta0,
+            lik,
+            &x,
+            &y,
+            &config.clone().check().unwrap(),
+        )
+        .unwrap();
         let v = fit.validation.as_ref().unwrap();
-        assert_eq!((v.train.len(), v.held_out.len()), (30, 10));
-        assert!(v.held_out.iter().all(|i| !v.train.contains(i)));
+        assert_eq!((v.holdout.train.len(), v.holdout.held_out.len()), (30, 10));
+        assert!(
+            v.holdout
+                .held_out
+                .iter()
+                .all(|i| !v.holdout.train.contains(i))
+        );
         // It stopped `patience` epochs after the best one, well before the budget.
         let ran = fit.losses.len();
         assert_eq!(v.nlls.len(), ran);
@@ -400,10 +417,17 @@ mod tests {
         // The returned θ is that epoch's: its held-out NLL, recomputed, is the recorded minimum
         // (same f32 forward pass on the same rows, so equal to rounding of the f64 sum).
         let (xv, yv) = (
-            rows(&x, &v.held_out).unwrap(),
-            rows(&y, &v.held_out).unwrap(),
+            rows(&x, &v.holdout.held_out).unwrap(),
+            rows(&y, &v.holdout.held_out).unwrap(),
         );
-        let nll = mean_nll(&model, &fit.theta, fit.likelihood, &xv, &yv).unwrap();
+        let nll = mean_nll(
+            &model,
+            fit.estimate.theta(),
+            fit.estimate.likelihood(),
+            &xv,
+            &yv,
+        )
+        .unwrap();
         assert!((nll - min).abs() <= 1e-9 * min.abs(), "{nll} vs {min}");
 
         // Without patience all epochs run, and the best parameters are still returned.
@@ -412,13 +436,13 @@ mod tests {
             patience: None,
             ..config.clone()
         };
-        let full = train_map(&model, &theta0, lik, &x, &y, &all).unwrap();
+        let full = train_map(&model, &theta0, lik, &x, &y, &all.check().unwrap()).unwrap();
         let vf = full.validation.as_ref().unwrap();
         assert_eq!(full.losses.len(), ran + 20);
         assert_eq!(vf.best_epoch, v.best_epoch);
         assert_eq!(
-            full.theta.to_vec1::<f32>().unwrap(),
-            fit.theta.to_vec1::<f32>().unwrap()
+            full.estimate.theta().to_vec1::<f32>().unwrap(),
+            fit.estimate.theta().to_vec1::<f32>().unwrap()
         );
     }
 
@@ -437,47 +461,67 @@ mod tests {
             ..MapConfig::default()
         };
         assert_eq!(config, expected);
-        let swag: crate::SwagConfig =
-            serde_json::from_str(r#"{"snapshot_unit": "steps", "rank": 5}"#).unwrap();
-        assert_eq!(
-            (swag.snapshot_unit, swag.rank, swag.snapshots),
-            (crate::SnapshotUnit::Steps, 5, 20)
-        );
     }
 
     #[test]
     fn bad_input_is_an_error_not_a_panic() {
-        let model = Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity)).unwrap();
+        let model = mlp(&[1, 1], Activation::Identity);
         let theta0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
         let (xs, ys) = line();
         let (x, y) = (column(&xs), column(&ys));
         let lik = Likelihood::Gaussian { sigma: 1.0 };
-        let train =
-            |x: &Tensor, y: &Tensor, c: &MapConfig| train_map(&model, &theta0, lik, x, y, c);
+        let train = |x: &Tensor, y: &Tensor, c: &MapConfig| {
+            train_map(&model, &theta0, lik, x, y, &c.clone().check()?)
+        };
         let ok = MapConfig::default();
-        for bad in [
-            MapConfig {
-                learning_rate: 0.0,
-                ..ok.clone()
-            },
-            MapConfig {
-                batch_size: 0,
-                ..ok.clone()
-            },
-            MapConfig {
-                validation_fraction: 1.0,
-                ..ok.clone()
-            },
-            MapConfig {
-                validation_fraction: 0.001, // rounds to no held-out row of 50
-                ..ok.clone()
-            },
-            MapConfig {
-                prior_precision: f64::NAN,
-                ..ok.clone()
-            },
+        for (bad, param) in [
+            (
+                MapConfig {
+                    learning_rate: 0.0,
+                    ..ok.clone()
+                },
+                "learning_rate",
+            ),
+            (
+                MapConfig {
+                    batch_size: 0,
+                    ..ok.clone()
+                },
+                "batch_size",
+            ),
+            (
+                MapConfig {
+                    validation_fraction: 1.0,
+                    ..ok.clone()
+                },
+                "validation_fraction",
+            ),
+            (
+                MapConfig {
+                    validation_fraction: 0.001, // rounds to no held-out row of 50
+                    ..ok.clone()
+                },
+                "validation_fraction",
+            ),
+            (
+                MapConfig {
+                    prior_precision: f64::NAN,
+                    ..ok.clone()
+                },
+                "prior_precision",
+            ),
+            (
+                MapConfig {
+                    optimizer: Optimizer::Sgd { momentum: 1.0 },
+                    ..ok.clone()
+                },
+                "optimizer.momentum",
+            ),
         ] {
-            assert!(matches!(train(&x, &y, &bad), Err(Error::InvalidConfig(_))));
+            match train(&x, &y, &bad) {
+                Err(Error::InvalidParam(e)) => assert_eq!(e.param, param),
+                other => panic!("{param}: {other:?}"),
+            }
         }
         let short = y.narrow(0, 0, 49).unwrap();
         assert!(matches!(
@@ -493,7 +537,17 @@ mod tests {
             Err(Error::NoData)
         ));
         let wrong_theta = Tensor::zeros(3, DType::F64, &Device::Cpu).unwrap();
-        assert!(train_map(&model, &wrong_theta, lik, &x, &y, &ok).is_err());
+        assert!(
+            train_map(
+                &model,
+                &wrong_theta,
+                lik,
+                &x,
+                &y,
+                &ok.clone().check().unwrap()
+            )
+            .is_err()
+        );
         // A learning rate far too large diverges, as a typed error.
         let wild = MapConfig {
             learning_rate: 1e3,

@@ -10,23 +10,77 @@
 //! is from the full-covariance Laplace's.
 
 use anyhow::{Context as _, Result};
-use bdl_baselines::{MapConfig, train_map};
 use bdl_data::Standardizer;
 use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
+use bdl_inference::{MapConfig, Posterior, Validate, train_map};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates, Selection};
 use bdl_laplace::{DiagLaplace, LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Activation, Mlp, MlpSpec, Model};
+use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
-use super::{Context, Profile};
+use crate::claim::{self, Claim, Verdict};
+use crate::{Context, Experiment, Outcome, Profile};
 
 const LAMBDA: f64 = 3.0;
-const GRID: usize = 240;
+
+/// The experiment.
+pub(crate) struct LaplaceToy;
+
+impl Experiment for LaplaceToy {
+    fn name(&self) -> &'static str {
+        "laplace-toy"
+    }
+
+    fn reproduces(&self) -> &'static str {
+        "Daxberger et al. (2021) Fig. 1: subnetwork Laplace on the 1-D two-cluster regression"
+    }
+
+    fn run(&self, ctx: &Context) -> Result<Outcome> {
+        run(ctx)
+    }
+}
+
+/// The settings of a profile.
+#[derive(Debug, Serialize)]
+struct Settings {
+    /// MLP widths.
+    widths: [usize; 4],
+    /// The prior precision λ of the MAP and the full-network Laplace.
+    lambda: f64,
+    /// Full-batch Adam steps to the MAP.
+    epochs: usize,
+    /// Adam's step size.
+    learning_rate: f64,
+    /// Points of the evaluation grid.
+    grid: usize,
+    /// The subnetwork sizes, as fractions of the weights.
+    fractions: [(&'static str, f64); 3],
+}
+
+impl Settings {
+    fn of(profile: Profile) -> Self {
+        Self {
+            widths: [1, 50, 50, 1],
+            lambda: LAMBDA,
+            epochs: match profile {
+                Profile::Smoke => 50,
+                Profile::Quick => 3000,
+                Profile::Paper => 10_000,
+            },
+            learning_rate: 3e-3,
+            grid: match profile {
+                Profile::Smoke => 40,
+                _ => 240,
+            },
+            fractions: [("50%", 0.5), ("3%", 0.03), ("1%", 0.01)],
+        }
+    }
+}
 
 /// One method's row of `results.json`.
 #[derive(Debug, Serialize)]
@@ -60,7 +114,8 @@ struct Evaluated {
 }
 
 /// Runs the experiment.
-pub(crate) fn run(ctx: &Context) -> Result<()> {
+fn run(ctx: &Context) -> Result<Outcome> {
+    let settings = Settings::of(ctx.profile);
     let device = Device::Cpu;
     let raw = bdl_data::toy::agw_1d(&ctx.data).context("loading the AGW toy set")?;
     let (sx, sy) = (Standardizer::fit(raw.x())?, Standardizer::fit(raw.y())?);
@@ -68,24 +123,21 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
     let y = sy.transform(raw.y())?.to_dtype(DType::F64)?;
     let xs = bdl_tensor::to_f64_vec(&x)?;
 
-    let model = Mlp::new(MlpSpec::new(&[1, 50, 50, 1], Activation::Relu))?;
+    let model = Network::from(Mlp::new(MlpSpec::new(&settings.widths, Activation::Relu))?);
     let d = model.layout().len();
     let seed = Seed(0);
     let theta0 = model.init(seed, DType::F64, &device)?;
-    let epochs = match ctx.profile {
-        Profile::Quick => 3000,
-        Profile::Paper => 10_000,
-    };
     let map_config = MapConfig {
-        learning_rate: 3e-3,
+        learning_rate: settings.learning_rate,
         prior_precision: LAMBDA,
-        epochs,
+        epochs: settings.epochs,
         batch_size: raw.len(),
         learn_sigma: true,
         seed,
         ..MapConfig::default()
-    };
-    eprintln!("  MAP: {epochs} full-batch Adam steps");
+    }
+    .check()?;
+    ctx.log(format!("MAP: {} full-batch Adam steps", settings.epochs));
     let fit = train_map(
         &model,
         &theta0,
@@ -94,15 +146,15 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         &y,
         &map_config,
     )?;
-    let theta = &fit.theta;
-    let likelihood = fit.likelihood;
-    let Likelihood::Gaussian { sigma } = likelihood else {
+    let map = &fit.estimate;
+    let theta = map.theta();
+    let Likelihood::Gaussian { sigma } = map.likelihood() else {
         unreachable!("trained a Gaussian")
     };
-    eprintln!(
-        "  MAP: loss {:.4}, σ = {sigma:.4}",
+    ctx.log(format!(
+        "MAP: loss {:.4}, σ = {sigma:.4}",
         fit.losses.last().copied().unwrap_or(f64::NAN)
-    );
+    ));
 
     // The gap: the widest empty interval between consecutive training inputs.
     let mut sorted = xs.clone();
@@ -114,15 +166,17 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         .expect("at least two points");
     let (lo, hi) = (sorted[0], sorted[sorted.len() - 1]);
     let pad = 0.5 * (hi - lo);
-    let grid: Vec<f64> = (0..GRID)
-        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (GRID - 1) as f64)
+    let n_grid = settings.grid;
+    let grid: Vec<f64> = (0..n_grid)
+        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (n_grid - 1) as f64)
         .collect();
-    let grid_t = Tensor::from_vec(grid.clone(), (GRID, 1), &device)?;
+    let grid_t = Tensor::from_vec(grid.clone(), (n_grid, 1), &device)?;
 
+    const ROWS: usize = 200;
     let base = LaplaceConfig {
         prior: PriorPrecision::Scalar(LAMBDA),
         scale_prior_to_subset: false,
-        batch_size: 200,
+        batch_size: ROWS,
     };
     let weights: Vec<usize> = (0..d)
         .filter(|&i| model.layout().weights_mask()[i])
@@ -130,12 +184,12 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
     let n_weights = weights.len();
 
     let mut methods: Vec<Evaluated> = Vec::new();
-    let diag = DiagLaplace::fit(&model, theta, &likelihood, &x, &base)?;
+    let diag = DiagLaplace::fit(map, &x, &base.clone().check()?)?;
     methods.push(Evaluated {
         name: "MAP".into(),
         s: 0,
         prior: LAMBDA,
-        grid_var: vec![0.0; GRID],
+        grid_var: vec![0.0; n_grid],
         data_var: vec![0.0; xs.len()],
         selection: None,
     });
@@ -143,8 +197,8 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         name: "diagonal".into(),
         s: d,
         prior: LAMBDA,
-        grid_var: bdl_tensor::to_f64_vec(&diag.f_covariance(&model, theta, &grid_t)?)?,
-        data_var: bdl_tensor::to_f64_vec(&diag.f_covariance(&model, theta, &x)?)?,
+        grid_var: bdl_tensor::to_f64_vec(&diag.f_covariance(&grid_t, ROWS)?)?,
+        data_var: bdl_tensor::to_f64_vec(&diag.f_covariance(&x, ROWS)?)?,
         selection: None,
     });
     let subnet = |name: String,
@@ -155,16 +209,17 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         let config = LaplaceConfig {
             scale_prior_to_subset: scale,
             ..base.clone()
-        };
+        }
+        .check()?;
         let s = subset.len();
-        eprintln!("  {name}: {s} parameters");
-        let post = SubnetLaplace::fit(&model, theta, &likelihood, &x, subset, &config)?;
+        ctx.log(format!("{name}: {s} parameters"));
+        let post = SubnetLaplace::fit(map, &x, subset, &config)?;
         Ok(Evaluated {
             name,
             s,
             prior: post.prior_precision()[0],
-            grid_var: bdl_tensor::to_f64_vec(&post.f_covariance(&model, theta, &grid_t)?)?,
-            data_var: bdl_tensor::to_f64_vec(&post.f_covariance(&model, theta, &x)?)?,
+            grid_var: bdl_tensor::to_f64_vec(&post.f_covariance(&grid_t, ROWS)?)?,
+            data_var: bdl_tensor::to_f64_vec(&post.f_covariance(&x, ROWS)?)?,
             selection,
         })
     };
@@ -183,11 +238,8 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
         .map(|h| h * sigma * sigma)
         .collect();
     let sensitivity = selection::sensitivity_scores(diag.variances(), &jac_sq);
-    for (label, s) in [
-        ("50%", n_weights / 2),
-        ("3%", n_weights * 3 / 100),
-        ("1%", n_weights / 100),
-    ] {
+    for (label, fraction) in settings.fractions {
+        let s = (n_weights as f64 * fraction).round() as usize;
         let w = selection::wasserstein(
             diag.variances(),
             model.layout(),
@@ -256,8 +308,6 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
             }
         })
         .collect();
-    super::write_results(ctx, "laplace-toy", &rows)?;
-    super::write(&ctx.dir.join("table.md"), table(&rows, sigma).as_bytes())?;
 
     // One panel per method: data, predictive mean ± 2 sd (noise included), in standardised units.
     let f_grid = bdl_tensor::to_f64_vec(&model.forward(theta, &grid_t)?)?;
@@ -275,17 +325,77 @@ pub(crate) fn run(ctx: &Context) -> Result<()> {
             .line(&grid, &f_grid, "#1f77b4");
         fig.panel(panel)
     });
-    super::write(&ctx.dir.join("laplace-toy.svg"), figure.to_svg().as_bytes())?;
-    Ok(())
+    Ok(Outcome::new(
+        "laplace-toy: subnetwork Laplace on the 1-D two-cluster set",
+        &settings,
+        &rows,
+    )?
+    .body(table(&rows, sigma))
+    .claims(claims(&rows))
+    .figure("laplace-toy.svg", figure.to_svg()))
+}
+
+fn by<'a>(rows: &'a [Row], name: &str) -> &'a Row {
+    rows.iter()
+        .find(|r| r.method == name)
+        .expect("every method has a row")
+}
+
+/// Epistemic sd in the gap over sd at the data.
+fn gap_ratio(r: &Row) -> f64 {
+    r.gap_sd / r.data_sd.max(1e-12)
+}
+
+/// The paper's claims, decided on the rows.
+fn claims(rows: &[Row]) -> Vec<Claim> {
+    let full = by(rows, "full");
+    let mut claims = Vec::new();
+    for name in ["diagonal", "last layer"] {
+        let r = by(rows, name);
+        claims.push(Claim::new(
+            format!("{name} loses the in-between uncertainty of the full Laplace"),
+            format!(
+                "gap/data sd ratio {:.2} vs full {:.2}",
+                gap_ratio(r),
+                gap_ratio(full)
+            ),
+            claim::less(gap_ratio(r), gap_ratio(full)),
+        ));
+    }
+    for size in ["50%", "3%", "1%"] {
+        let [w, v, r] = ["Wasserstein", "sensitivity", "random"]
+            .map(|rule| by(rows, &format!("{rule} {size}")));
+        let closer = |a: &Row| {
+            let d = claim::less(a.distance_to_full, r.distance_to_full);
+            Verdict::new(
+                d.holds,
+                "distance to the full Laplace's predictive sd smaller than the random subnet's",
+            )
+        };
+        claims.push(Claim::new(
+            format!("Wasserstein {size} subnet is closer to the full Laplace than random"),
+            format!(
+                "distance {:.3} vs {:.3} ({} of {} selected weights without signal)",
+                w.distance_to_full,
+                r.distance_to_full,
+                w.uninformative_selected.unwrap_or(0),
+                w.s
+            ),
+            closer(w),
+        ));
+        claims.push(Claim::new(
+            format!("(ours) sensitivity {size} subnet is closer to the full Laplace than random"),
+            format!(
+                "distance {:.3} vs {:.3}",
+                v.distance_to_full, r.distance_to_full
+            ),
+            closer(v),
+        ));
+    }
+    claims
 }
 
 fn table(rows: &[Row], sigma: f64) -> String {
-    let by = |name: &str| {
-        rows.iter()
-            .find(|r| r.method == name)
-            .expect("every method has a row")
-    };
-    let ratio = |r: &Row| r.gap_sd / r.data_sd.max(1e-12);
     let mut t = Table::new([
         "method",
         "s",
@@ -309,52 +419,49 @@ fn table(rows: &[Row], sigma: f64) -> String {
             opt(r.tied_at_boundary),
         ]);
     }
-    let mut claims = Table::new(["paper's claim", "ours", "holds"]);
-    let full = by("full");
-    for name in ["diagonal", "last layer"] {
-        let r = by(name);
-        claims.row([
-            format!("{name} loses the in-between uncertainty of the full Laplace"),
-            format!("gap/data {:.2} vs full {:.2}", ratio(r), ratio(full)),
-            yes(ratio(r) < ratio(full)).into(),
-        ]);
-    }
-    for size in ["50%", "3%", "1%"] {
-        let [w, v, r] =
-            ["Wasserstein", "sensitivity", "random"].map(|rule| by(&format!("{rule} {size}")));
-        claims.row([
-            format!("Wasserstein {size} subnet is closer to the full Laplace than random"),
-            format!(
-                "distance {:.3} vs {:.3} ({} of {} selected weights without signal)",
-                w.distance_to_full,
-                r.distance_to_full,
-                w.uninformative_selected.unwrap_or(0),
-                w.s
-            ),
-            yes(w.distance_to_full < r.distance_to_full).into(),
-        ]);
-        claims.row([
-            format!("(ours) sensitivity {size} subnet is closer to the full Laplace than random"),
-            format!(
-                "distance {:.3} vs {:.3}",
-                v.distance_to_full, r.distance_to_full
-            ),
-            yes(v.distance_to_full < r.distance_to_full).into(),
-        ]);
-    }
     format!(
-        "# laplace-toy: subnetwork Laplace on the 1-D two-cluster set\n\n\
-         MLP 1-50-50-1 ReLU, λ = {LAMBDA}, σ fitted by maximum likelihood (σ = {sigma:.4}, standardised units); \
+        "MLP 1-50-50-1 ReLU, λ = {LAMBDA}, σ fitted by maximum likelihood (σ = {sigma:.4}, standardised units); \
          subnetworks use λ_S = λ·S/D and choose among weights only. sd[f] is the epistemic standard deviation of the \
          linearized predictive; distance to full is the RMS relative difference of the predictive sd (noise included) from \
          the full-covariance Laplace over the plotted grid. \"Selected without signal\" counts chosen weights whose \
          GGN diagonal is zero (variance 1/λ): the Wasserstein rule with diagonal-Laplace variances ranks them first, yet \
-         they add no predictive variance; the sensitivity score σ_d² Σ_n J_nd² ranks them last.\n\n{}\n## The paper's claims\n\n{}",
-        t.to_markdown(),
-        claims.to_markdown()
+         they add no predictive variance; the sensitivity score σ_d² Σ_n J_nd² ranks them last.\n\n{}",
+        t.to_markdown()
     )
 }
 
-fn yes(b: bool) -> &'static str {
-    if b { "yes" } else { "no" }
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(method: &str, gap_sd: f64, data_sd: f64, distance_to_full: f64) -> Row {
+        Row {
+            method: method.into(),
+            s: 10,
+            prior_precision: LAMBDA,
+            gap_sd,
+            data_sd,
+            distance_to_full,
+            uninformative_selected: Some(0),
+            tied_at_boundary: Some(0),
+        }
+    }
+
+    /// Rows in which the full Laplace keeps the gap uncertainty, the diagonal keeps it too
+    /// (so that claim fails), the last layer loses it, and Wasserstein beats random at 50% only.
+    #[test]
+    fn claims_follow_the_rows() {
+        let mut rows = vec![
+            row("full", 2.0, 0.5, 0.0),
+            row("diagonal", 3.0, 0.5, 0.4),
+            row("last layer", 0.5, 0.5, 0.5),
+        ];
+        for (size, w) in [("50%", 0.1), ("3%", 0.6), ("1%", 0.7)] {
+            rows.push(row(&format!("Wasserstein {size}"), 1.0, 0.5, w));
+            rows.push(row(&format!("sensitivity {size}"), 1.0, 0.5, 0.2));
+            rows.push(row(&format!("random {size}"), 1.0, 0.5, 0.3));
+        }
+        let holds: Vec<bool> = claims(&rows).iter().map(|c| c.holds).collect();
+        assert_eq!(holds, [false, true, true, true, false, true, false, true]);
+    }
 }

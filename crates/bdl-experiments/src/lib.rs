@@ -1,0 +1,166 @@
+//! The papers' experiments of bdl as a tested library; `cargo xtask reproduce` is a thin
+//! command line over it.
+//!
+//! - [`Experiment`]: a name, what it reproduces, and a run in a [`Profile`] (`smoke`: seconds
+//!   on tiny data, run by `cargo test`; `quick`: minutes on the shipped fixtures; `paper`: the
+//!   papers' settings on fetched data), giving an [`Outcome`].
+//! - [`Claim`]: a paper's statement, our value, the criterion and whether it held, decided by
+//!   the tested functions of [`claim`].
+//! - [`report`]: the one writer of `results.json` (settings, profile, source revision, wall
+//!   time, claims, rows), `table.md` and the figures, and of the claims index `index.md`.
+//! - [`progress`]: the one progress-bar style.
+//!
+//! Each experiment writes `OUT/<experiment>/<profile>/`, so the profiles never share a folder.
+
+pub mod claim;
+pub mod progress;
+pub mod report;
+
+mod gibbs_mnist;
+mod gibbs_xor;
+mod laplace_toy;
+mod laplace_uci;
+mod vadam_blr;
+mod vadam_uci;
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context as _, Result, bail};
+use serde::{Deserialize, Serialize};
+
+pub use claim::{Claim, Verdict};
+pub use report::Outcome;
+
+/// How much compute an experiment spends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Profile {
+    /// Seconds, on tiny subsets of the shipped fixtures: that the experiment runs end to end
+    /// (`cargo test` runs it). Its numbers mean nothing.
+    Smoke,
+    /// Minutes, on the shipped fixtures with shortened training.
+    Quick,
+    /// The papers' settings on the data `cargo xtask fetch` installs.
+    Paper,
+}
+
+impl Profile {
+    /// Every profile, cheapest first.
+    pub const ALL: [Profile; 3] = [Profile::Smoke, Profile::Quick, Profile::Paper];
+
+    /// The profile's name, as the command line and the output folders spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Smoke => "smoke",
+            Self::Quick => "quick",
+            Self::Paper => "paper",
+        }
+    }
+
+    /// The data root of the profile: the shipped fixtures, or the fetched data for `paper`.
+    pub fn data_root(self) -> PathBuf {
+        match self {
+            Self::Smoke | Self::Quick => bdl_data::root::fixtures(),
+            Self::Paper => bdl_data::root::fetched(),
+        }
+    }
+}
+
+/// What an experiment's run knows about itself.
+#[derive(Clone, Debug)]
+pub struct Context {
+    /// The profile.
+    pub profile: Profile,
+    /// The run's own output folder (created), `OUT/<experiment>/<profile>`.
+    pub dir: PathBuf,
+    /// The data root.
+    pub data: PathBuf,
+    /// No progress bars or log lines (smoke runs, tests).
+    pub quiet: bool,
+}
+
+impl Context {
+    /// A progress bar over `len` units of `what`, hidden when quiet.
+    pub fn bar(&self, len: u64, what: &str) -> indicatif::ProgressBar {
+        progress::bar(len, what, self.quiet)
+    }
+
+    /// A log line on stderr, unless quiet.
+    pub fn log(&self, line: impl AsRef<str>) {
+        if !self.quiet {
+            eprintln!("  {}", line.as_ref());
+        }
+    }
+}
+
+/// One reproduced experiment of a paper.
+pub trait Experiment: Sync {
+    /// The name, as `cargo xtask reproduce NAME` spells it.
+    fn name(&self) -> &'static str;
+
+    /// One line: the paper and what of it this reproduces.
+    fn reproduces(&self) -> &'static str;
+
+    /// Runs the experiment in `ctx.profile`, writing any large side outputs (chains) under
+    /// `ctx.dir`.
+    fn run(&self, ctx: &Context) -> Result<Outcome>;
+}
+
+/// Every experiment, in the order `all` runs them.
+pub fn experiments() -> Vec<&'static dyn Experiment> {
+    vec![
+        &gibbs_mnist::GibbsMnist,
+        &gibbs_xor::GibbsXor,
+        &laplace_toy::LaplaceToy,
+        &laplace_uci::LaplaceUci,
+        &vadam_blr::VadamBlr,
+        &vadam_uci::VadamUci,
+    ]
+}
+
+/// The experiment called `name`, or an error listing the choices.
+pub fn find(name: &str) -> Result<&'static dyn Experiment> {
+    let all = experiments();
+    match all.iter().find(|e| e.name() == name) {
+        Some(e) => Ok(*e),
+        None => bail!(
+            "unknown experiment `{name}`; choose one of: all, {}",
+            all.iter().map(|e| e.name()).collect::<Vec<_>>().join(", ")
+        ),
+    }
+}
+
+/// Runs `experiment` in `profile` with its outputs under `out/<experiment>/<profile>/`, and
+/// returns the outcome and the wall time in seconds.
+pub fn run(
+    experiment: &dyn Experiment,
+    profile: Profile,
+    out: &Path,
+    quiet: bool,
+) -> Result<(Outcome, f64)> {
+    let dir = out.join(experiment.name()).join(profile.name());
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let ctx = Context {
+        profile,
+        dir: dir.clone(),
+        data: profile.data_root(),
+        quiet,
+    };
+    let start = Instant::now();
+    let outcome = experiment.run(&ctx).with_context(|| {
+        format!(
+            "experiment {} ({} profile)",
+            experiment.name(),
+            profile.name()
+        )
+    })?;
+    let wall = start.elapsed().as_secs_f64();
+    report::write(&dir, experiment.name(), profile, wall, &outcome)?;
+    Ok((outcome, wall))
+}
+
+/// The README's examples, compiled and run as doctests (this crate depends on every other).
+#[cfg(doctest)]
+#[doc = include_str!("../../../README.md")]
+struct ReadmeExamples;

@@ -1,0 +1,172 @@
+//! The one writer of an experiment's outputs (`results.json`, `table.md`, figures) and of the
+//! claims index `index.md`.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context as _, Result};
+use serde::{Deserialize, Serialize};
+
+use crate::{Claim, Profile, claim};
+
+/// What an experiment produced: its settings, result rows, tables, claims and figures.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    /// The title of `table.md`.
+    pub title: String,
+    /// Every setting that produced the results.
+    pub settings: serde_json::Value,
+    /// The result rows.
+    pub rows: serde_json::Value,
+    /// The Markdown body of `table.md` before the claims (tables, notes).
+    pub body: String,
+    /// The paper's claims against ours.
+    pub claims: Vec<Claim>,
+    /// SVG figures: (file name, contents).
+    pub figures: Vec<(String, String)>,
+}
+
+impl Outcome {
+    /// An outcome titled `title` with the given settings and rows.
+    pub fn new(
+        title: impl Into<String>,
+        settings: &impl Serialize,
+        rows: &impl Serialize,
+    ) -> Result<Self> {
+        Ok(Self {
+            title: title.into(),
+            settings: serde_json::to_value(settings)?,
+            rows: serde_json::to_value(rows)?,
+            body: String::new(),
+            claims: Vec::new(),
+            figures: Vec::new(),
+        })
+    }
+
+    /// With this Markdown body.
+    pub fn body(mut self, body: impl Into<String>) -> Self {
+        self.body = body.into();
+        self
+    }
+
+    /// With these claims.
+    pub fn claims(mut self, claims: Vec<Claim>) -> Self {
+        self.claims = claims;
+        self
+    }
+
+    /// With the figure `name` (an SVG document).
+    pub fn figure(mut self, name: impl Into<String>, svg: String) -> Self {
+        self.figures.push((name.into(), svg));
+        self
+    }
+}
+
+/// `results.json`: everything needed to read a run back.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Results {
+    /// The experiment's name.
+    pub experiment: String,
+    /// The profile.
+    pub profile: Profile,
+    /// The source revision (`git describe --always --dirty`), or `unknown`.
+    pub revision: String,
+    /// The wall time of the run in seconds.
+    pub wall_time_s: f64,
+    /// The settings.
+    pub settings: serde_json::Value,
+    /// The claims.
+    pub claims: Vec<Claim>,
+    /// The result rows.
+    pub rows: serde_json::Value,
+}
+
+/// Writes the outcome of `experiment` under `dir`: `results.json`, `table.md` and the figures.
+pub fn write(
+    dir: &Path,
+    experiment: &str,
+    profile: Profile,
+    wall_time_s: f64,
+    outcome: &Outcome,
+) -> Result<()> {
+    let results = Results {
+        experiment: experiment.to_owned(),
+        profile,
+        revision: revision(),
+        wall_time_s,
+        settings: outcome.settings.clone(),
+        claims: outcome.claims.clone(),
+        rows: outcome.rows.clone(),
+    };
+    write_file(
+        &dir.join("results.json"),
+        &serde_json::to_vec_pretty(&results)?,
+    )?;
+    let mut md = format!("# {}\n\n{}", outcome.title, outcome.body);
+    if !outcome.claims.is_empty() {
+        md.push_str(&format!(
+            "\n## The paper's claims\n\n{}",
+            claim::table(&outcome.claims)
+        ));
+    }
+    write_file(&dir.join("table.md"), md.as_bytes())?;
+    for (name, svg) in &outcome.figures {
+        write_file(&dir.join(name), svg.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Writes a file atomically (a temporary name, then a rename).
+pub fn write_file(path: &Path, bytes: &[u8]) -> Result<()> {
+    bdl_tensor::write_atomically(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// The source revision of the working tree, or `unknown` outside a git checkout.
+fn revision() -> String {
+    std::process::Command::new("git")
+        .args(["describe", "--always", "--dirty"])
+        .current_dir(bdl_data::root::workspace())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8(o.stdout).ok())
+        .map(|s| s.trim().to_owned())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "unknown".to_owned())
+}
+
+/// Writes `out/index.md`: every experiment's claims for every profile that has results under
+/// `out/<experiment>/<profile>/results.json`; returns the path.
+pub fn write_index(out: &Path, experiments: &[&str]) -> Result<PathBuf> {
+    let mut md = String::from(
+        "# Claims index\n\nEvery claim of the reproduced papers, the paper's statement beside our \
+         result, and whether it held, by experiment and profile. Each experiment's \
+         `table.md` has the details.\n",
+    );
+    let (mut held, mut total) = (0, 0);
+    for name in experiments {
+        for profile in Profile::ALL {
+            let path = out.join(name).join(profile.name()).join("results.json");
+            let Ok(bytes) = std::fs::read(&path) else {
+                continue;
+            };
+            let results: Results = serde_json::from_slice(&bytes)
+                .with_context(|| format!("reading {}", path.display()))?;
+            let ok = results.claims.iter().filter(|c| c.holds).count();
+            held += ok;
+            total += results.claims.len();
+            md.push_str(&format!(
+                "\n## `{name}` ({} profile): {ok} of {} claims hold\n\nRevision {}, {:.0} s.\n\n{}",
+                profile.name(),
+                results.claims.len(),
+                results.revision,
+                results.wall_time_s,
+                claim::table(&results.claims)
+            ));
+        }
+    }
+    let summary = format!("\n{held} of {total} claims hold over the runs listed.\n");
+    md.push_str(&summary);
+    let path = out.join("index.md");
+    write_file(&path, md.as_bytes())?;
+    Ok(path)
+}

@@ -1,0 +1,99 @@
+//! The point-mass posterior at θ̂: MAP's predictive, and the start of every Laplace.
+
+use std::path::Path;
+
+use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_models::{Model, Network};
+use bdl_tensor::Seed;
+use candle_core::Tensor;
+
+use crate::checkpoint::{self, Header};
+use crate::valid::Validate;
+use crate::{Posterior, PredictOptions, Result, forward_batched};
+
+/// θ̂ with the network and likelihood it belongs to: the posterior δ(θ − θ̂), whose predictive
+/// is the plug-in p(y* | f(x*; θ̂)) (N(f, σ²), σ(f) or softmax(f); no dropout).
+#[derive(Clone, Debug)]
+pub struct MapEstimate {
+    network: Network,
+    theta: Tensor,
+    likelihood: Likelihood,
+}
+
+impl MapEstimate {
+    /// θ̂ (flat, of the network's length, finite) for `network` under `likelihood`.
+    pub fn new(network: Network, theta: Tensor, likelihood: Likelihood) -> Result<Self> {
+        network.layout().check_flat(&theta)?;
+        bdl_tensor::check_finite(&theta, "θ̂")?;
+        likelihood.check()?;
+        Ok(Self {
+            network,
+            theta,
+            likelihood,
+        })
+    }
+
+    /// θ̂, in the compute dtype.
+    pub fn theta(&self) -> &Tensor {
+        &self.theta
+    }
+
+    /// The same θ̂ under another likelihood (a σ tuned after training).
+    pub fn with_likelihood(&self, likelihood: Likelihood) -> Result<Self> {
+        Self::new(self.network.clone(), self.theta.clone(), likelihood)
+    }
+
+    /// f(x; θ̂), `[N, K]`, in batches of `batch_size` rows.
+    pub fn outputs(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
+        forward_batched(&self.network, &self.theta, x, batch_size, None)
+    }
+}
+
+const KIND: &str = "map";
+
+impl Posterior for MapEstimate {
+    fn method(&self) -> &str {
+        "MAP"
+    }
+
+    fn network(&self) -> &Network {
+        &self.network
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.likelihood
+    }
+
+    fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive> {
+        options.validate()?;
+        let f = self.outputs(x, options.batch_size)?;
+        Ok(self.likelihood.point_predictive(&f)?)
+    }
+
+    fn sample(&self, n: usize, _seed: Seed) -> Result<Option<Tensor>> {
+        let d = self.theta.dims()[0];
+        Ok(Some(
+            self.theta
+                .unsqueeze(0)?
+                .broadcast_as((n, d))?
+                .contiguous()?,
+        ))
+    }
+
+    fn save(&self, path: &Path) -> Result<()> {
+        let header = Header {
+            kind: KIND,
+            network: &self.network,
+            likelihood: self.likelihood,
+            seed: None,
+            config: &(),
+        };
+        checkpoint::save(path, &header, vec![("theta", self.theta.clone())])
+    }
+
+    fn load(path: &Path) -> Result<Self> {
+        let mut saved = checkpoint::load::<()>(path, KIND)?;
+        let theta = saved.params("theta")?;
+        Self::new(saved.network, theta, saved.likelihood)
+    }
+}

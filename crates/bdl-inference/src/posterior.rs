@@ -1,0 +1,120 @@
+//! The [`Posterior`] trait every fitted method implements, and the [`PredictOptions`] of its
+//! predictive.
+
+use std::path::Path;
+
+use bdl_likelihoods::{ClassLink, Likelihood, Predictive};
+use bdl_models::Network;
+use bdl_tensor::Seed;
+use candle_core::Tensor;
+use serde::{Deserialize, Serialize};
+
+use crate::valid::{Validate, at_least_one};
+use crate::{InvalidParam, Result};
+
+/// How a Gaussian belief over logits becomes class probabilities (classification only; a
+/// regression predictive ignores it). The Monte Carlo link draws [`PredictOptions::samples`]
+/// samples from [`PredictOptions::seed`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Link {
+    /// The probit (moderated softmax) approximation.
+    #[default]
+    Probit,
+    /// Monte Carlo over the Gaussian.
+    MonteCarlo,
+    /// The Laplace bridge to a Dirichlet.
+    LaplaceBridge,
+}
+
+/// How to form a predictive: Monte Carlo samples and their seed, the rows per forward pass, and
+/// for classification the link. Closed-form predictives (MAP, the linearized Laplace family
+/// with the probit link) ignore `samples` and `seed`.
+///
+/// ```
+/// use bdl_inference::{Link, PredictOptions};
+/// let regression = PredictOptions { samples: 100, ..PredictOptions::default() };
+/// let classification = PredictOptions { link: Link::MonteCarlo, ..PredictOptions::default() };
+/// assert_eq!((regression.batch_size, classification.samples), (1024, 16));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct PredictOptions {
+    /// S, the Monte Carlo samples of a sampled predictive (16, the subnetwork paper's setting).
+    pub samples: usize,
+    /// The root of the samples' streams: sample s draws from `seed.index(s)`.
+    pub seed: Seed,
+    /// Test rows per forward pass (memory, not the result: with a closed-form predictive any
+    /// batch size gives the same numbers).
+    pub batch_size: usize,
+    /// Classification only: from a Gaussian over logits to class probabilities.
+    pub link: Link,
+}
+
+impl Default for PredictOptions {
+    fn default() -> Self {
+        Self {
+            samples: 16,
+            seed: Seed(0),
+            batch_size: 1024,
+            link: Link::Probit,
+        }
+    }
+}
+
+impl PredictOptions {
+    /// The likelihood-level link these options ask for.
+    pub fn class_link(&self) -> ClassLink {
+        match self.link {
+            Link::Probit => ClassLink::Probit,
+            Link::MonteCarlo => ClassLink::MonteCarlo {
+                samples: self.samples,
+                seed: self.seed,
+            },
+            Link::LaplaceBridge => ClassLink::LaplaceBridge,
+        }
+    }
+}
+
+impl Validate for PredictOptions {
+    /// At least one sample and one row per batch.
+    fn validate(&self) -> Result<(), InvalidParam> {
+        at_least_one("samples", self.samples)?;
+        at_least_one("batch_size", self.batch_size)
+    }
+}
+
+/// A fitted approximate posterior over a network's weights: MAP (a point mass), the Laplace
+/// family, the variational methods, SWAG, MC dropout, a deep ensemble, a window of a Gibbs
+/// chain.
+///
+/// A posterior owns what it needs to predict: the network, its parameters and the likelihood
+/// (with its σ), so a posterior tuned to one noise level cannot be used with another by
+/// mistake. It saves to safetensors with a JSON sidecar ([`checkpoint`](crate::checkpoint)) and
+/// loads back to the same predictive, bit for bit.
+pub trait Posterior: Send + Sync {
+    /// The method's name, as tables print it ("subnetwork Laplace", "Vadam", …).
+    fn method(&self) -> &str;
+
+    /// The network the posterior is over.
+    fn network(&self) -> &Network;
+
+    /// The likelihood of the predictive, with its σ for regression.
+    fn likelihood(&self) -> Likelihood;
+
+    /// The predictive p(y* | x*, D) at the rows of `x`.
+    fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive>;
+
+    /// `n` parameter vectors drawn from the posterior, `[n, D]`; `None` where the posterior is
+    /// not a distribution over the weights (MC dropout draws masks, not weights). A point mass
+    /// repeats θ̂; an ensemble or a chain window draws its members uniformly.
+    fn sample(&self, n: usize, seed: Seed) -> Result<Option<Tensor>>;
+
+    /// Saves the posterior to `path` (safetensors) and its sidecar (JSON, same stem).
+    fn save(&self, path: &Path) -> Result<()>;
+
+    /// Loads a posterior saved by [`save`](Posterior::save).
+    fn load(path: &Path) -> Result<Self>
+    where
+        Self: Sized;
+}

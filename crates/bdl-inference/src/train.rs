@@ -1,0 +1,154 @@
+//! The training loop of the regularised objective: MAP training and SWAG's iterates.
+
+use std::ops::ControlFlow;
+
+use bdl_likelihoods::Likelihood;
+use bdl_models::Model;
+use bdl_tensor::{ChaCha8Rng, Seed};
+use candle_core::{DType, Device, Tensor};
+
+use crate::{Error, MinibatchLoop, Optimizer, OptimizerState, Result};
+
+/// Minibatch descent on the per-example objective
+///
+/// L(θ)/N = −(1/N) Σ_n log p(y_n | f(x_n; θ)) + λ/(2N) ‖θ‖²,
+///
+/// whose minibatch gradient (1/B) Σ_{n∈B} J_nᵀ ∂ℓ_n/∂f + (λ/N) θ is unbiased, so step sizes do
+/// not depend on N. The parameters are kept in f64 (the optimiser's master copy) and cast to the
+/// network's dtype for each forward and backward pass. Minibatches come from
+/// [`MinibatchLoop`] and dropout masks (when the model has dropout) from the stream
+/// `seed.fork("dropout")`.
+pub struct Trainer<'a, M: Model> {
+    model: &'a M,
+    data: MinibatchLoop,
+    likelihood: Likelihood,
+    prior_precision: f64,
+    optimizer: OptimizerState,
+    theta: Vec<f64>,
+    dtype: DType,
+    device: Device,
+    dropout: ChaCha8Rng,
+    epochs: usize,
+}
+
+impl<'a, M: Model> Trainer<'a, M> {
+    /// A trainer from `theta0` (its dtype and device are the compute dtype and device) on the
+    /// examples (x, y).
+    pub fn new(
+        model: &'a M,
+        theta0: &Tensor,
+        data: MinibatchLoop,
+        likelihood: Likelihood,
+        prior_precision: f64,
+        optimizer: Optimizer,
+        seed: Seed,
+    ) -> Result<Self> {
+        model.layout().check_flat(theta0)?;
+        likelihood.check()?;
+        let theta = bdl_tensor::to_f64_vec(theta0)?;
+        Ok(Self {
+            model,
+            data,
+            likelihood,
+            prior_precision,
+            optimizer: OptimizerState::new(optimizer, theta.len()),
+            theta,
+            dtype: theta0.dtype(),
+            device: theta0.device().clone(),
+            dropout: seed.fork("dropout").rng(),
+            epochs: 0,
+        })
+    }
+
+    /// The likelihood, with σ as last re-estimated by [`loss`](Self::loss).
+    pub fn likelihood(&self) -> Likelihood {
+        self.likelihood
+    }
+
+    /// θ in the compute dtype.
+    pub fn theta(&self) -> Result<Tensor> {
+        let d = self.theta.len();
+        Ok(Tensor::from_slice(&self.theta, d, &self.device)?.to_dtype(self.dtype)?)
+    }
+
+    /// One pass over the data in the next epoch's order, one optimiser step per minibatch;
+    /// `after_step` sees the parameters after every step and may end the pass early.
+    pub fn epoch(
+        &mut self,
+        lr: f64,
+        mut after_step: impl FnMut(&Tensor) -> Result<ControlFlow<()>>,
+    ) -> Result<()> {
+        let lambda_per_example = self.prior_precision / self.data.len() as f64;
+        let mut theta = self.theta()?;
+        let epoch = self.epochs;
+        self.epochs += 1;
+        let data = self.data.clone();
+        data.epoch(epoch, |xb, yb| {
+            let cache = self
+                .model
+                .forward_cached_with(&theta, xb, Some(&mut self.dropout))?;
+            let r = self
+                .likelihood
+                .grad_f(&cache.output, yb)?
+                .to_dtype(self.dtype)?;
+            let sum = bdl_tensor::to_f64_vec(&self.model.backward(&theta, &cache, &r)?)?;
+            let b = xb.dims()[0] as f64;
+            let grad: Vec<f64> = sum
+                .iter()
+                .zip(&self.theta)
+                .map(|(g, t)| g / b + lambda_per_example * t)
+                .collect();
+            self.optimizer.step(&mut self.theta, &grad, lr);
+            theta = self.theta()?;
+            after_step(&theta)
+        })
+    }
+
+    /// The per-example objective L(θ)/N on all the training examples, without dropout; with
+    /// `learn_sigma` and a Gaussian likelihood, σ is first set to its maximum-likelihood value
+    /// (the RMS residual) at θ. [`Error::Diverged`] (naming the last epoch run) if it is not
+    /// finite.
+    pub fn loss(&mut self, learn_sigma: bool) -> Result<f64> {
+        let theta = self.theta()?;
+        let f = self.model.forward(&theta, self.data.x())?;
+        let y = self.data.y();
+        if learn_sigma && matches!(self.likelihood, Likelihood::Gaussian { .. }) {
+            self.likelihood = Likelihood::gaussian_mle(&f, y)?;
+        }
+        let nll = -sum_f64(&self.likelihood.log_lik(&f, y)?)?;
+        let penalty = 0.5 * self.prior_precision * self.theta.iter().map(|t| t * t).sum::<f64>();
+        let loss = (nll + penalty) / self.data.len() as f64;
+        finite(loss, "training", self.epochs.saturating_sub(1))
+    }
+}
+
+/// The mean negative log-likelihood −(1/N) Σ_n log p(y_n | f(x_n; θ)), without dropout.
+pub fn mean_nll(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: Likelihood,
+    x: &Tensor,
+    y: &Tensor,
+) -> Result<f64> {
+    let f = model.forward(theta, x)?;
+    let ll = likelihood.log_lik(&f, y)?;
+    Ok(-sum_f64(&ll)? / ll.elem_count() as f64)
+}
+
+/// `value` if finite, else [`Error::Diverged`].
+pub(crate) fn finite(value: f64, stage: &'static str, epoch: usize) -> Result<f64> {
+    if value.is_finite() {
+        Ok(value)
+    } else {
+        Err(Error::Diverged {
+            stage,
+            epoch,
+            loss: value,
+        })
+    }
+}
+
+/// The sum of all elements, accumulated in f64.
+fn sum_f64(t: &Tensor) -> Result<f64> {
+    Ok(t.to_dtype(DType::F64)?.sum_all()?.to_scalar::<f64>()?)
+}

@@ -1,0 +1,175 @@
+//! A window of a chain as a posterior: Bayesian marginalisation over its draws,
+//! p(y | x, D) ≈ (1/S) Σ_s p(y | x, θ_s).
+
+use std::path::Path;
+
+use bdl_inference::checkpoint::{self, Header};
+use bdl_inference::{Posterior, PredictOptions, Validate};
+use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_models::{Model, Network};
+use bdl_tensor::Seed;
+use candle_core::{Device, Tensor};
+use rand::Rng;
+
+use crate::Result;
+
+/// S draws of a chain (`[S, D]`, with the iteration each was taken at) and the network and
+/// likelihood they were sampled for.
+///
+/// The predictive is the posterior predictive (1/S) Σ_s p(y | x, θ_s) over **all** S draws
+/// (`options.samples` and `options.seed` are not used): for Bernoulli and Categorical the
+/// categorical of the averaged class probabilities (accuracy is its argmax), for the Gaussian
+/// the equally weighted mixture of N(f(x; θ_s), σ²). The draws are evaluated in parallel in
+/// fixed groups ([`bdl_inference::mixture`]), so the result is the same on any number of
+/// threads.
+#[derive(Clone, Debug)]
+pub struct ChainWindow {
+    network: Network,
+    likelihood: Likelihood,
+    draws: Tensor,
+    iterations: Vec<u64>,
+}
+
+impl ChainWindow {
+    /// The draws `draws` (`[S, D]`, S ≥ 1, one iteration each) of `network` under `likelihood`.
+    pub fn new(
+        network: Network,
+        likelihood: Likelihood,
+        draws: Tensor,
+        iterations: Vec<u64>,
+    ) -> Result<Self> {
+        likelihood.check()?;
+        let d = network.layout().len();
+        bdl_tensor::check_shape(
+            &draws,
+            &[iterations.len(), d],
+            "the draws of a chain window",
+        )?;
+        bdl_inference::at_least_one("draws", iterations.len())?;
+        Ok(Self {
+            network,
+            likelihood,
+            draws,
+            iterations,
+        })
+    }
+
+    /// The draws, `[S, D]`, in the chain's dtype.
+    pub fn draws(&self) -> &Tensor {
+        &self.draws
+    }
+
+    /// The iteration (from 0) of each draw.
+    pub fn iterations(&self) -> &[u64] {
+        &self.iterations
+    }
+}
+
+const KIND: &str = "chain-window";
+
+impl Posterior for ChainWindow {
+    fn method(&self) -> &str {
+        "blocked Gibbs"
+    }
+
+    fn network(&self) -> &Network {
+        &self.network
+    }
+
+    fn likelihood(&self) -> Likelihood {
+        self.likelihood
+    }
+
+    fn predictive(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Predictive> {
+        options.validate()?;
+        let x = x.to_dtype(self.draws.dtype())?;
+        bdl_inference::mixture(self.iterations.len(), |s| {
+            let f = bdl_inference::forward_batched(
+                &self.network,
+                &self.draws.get(s)?,
+                &x,
+                options.batch_size,
+                None,
+            )?;
+            Ok(self.likelihood.point_predictive(&f)?)
+        })
+    }
+
+    /// `n` draws picked uniformly with replacement from the stream of `seed`.
+    fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
+        let mut rng = seed.rng();
+        let picks: Vec<u32> = (0..n)
+            .map(|_| rng.random_range(0..self.iterations.len() as u32))
+            .collect();
+        let index = Tensor::from_vec(picks, n, &Device::Cpu)?;
+        Ok(Some(self.draws.index_select(&index, 0)?))
+    }
+
+    fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let header = Header {
+            kind: KIND,
+            network: &self.network,
+            likelihood: self.likelihood,
+            seed: None,
+            config: &self.iterations,
+        };
+        checkpoint::save(path, &header, vec![("draws", self.draws.clone())])
+    }
+
+    fn load(path: &Path) -> bdl_inference::Result<Self> {
+        let mut saved = checkpoint::load::<Vec<u64>>(path, KIND)?;
+        let shape = [saved.config.len(), saved.network.layout().len()];
+        let draws = saved.tensor("draws", &shape)?;
+        Ok(Self::new(
+            saved.network,
+            saved.likelihood,
+            draws,
+            saved.config,
+        )?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bdl_models::{Activation, Mlp, MlpSpec};
+    use candle_core::DType;
+
+    /// The window's predictive is the average of the per-draw predictives, for every
+    /// likelihood, with S spanning several groups (f64 sums of ≤ 40 probabilities: 1e-14).
+    #[test]
+    fn predictive_averages_the_draws() {
+        let dev = Device::Cpu;
+        let x = bdl_tensor::normal(&mut Seed(1).rng(), (7, 3), 0.0, 1.0, DType::F64, &dev).unwrap();
+        for (lik, k) in [
+            (Likelihood::Bernoulli, 1),
+            (Likelihood::Categorical { classes: 4 }, 4),
+            (Likelihood::Gaussian { sigma: 0.3 }, 2),
+        ] {
+            let net = Network::from(Mlp::new(MlpSpec::new(&[3, 5, k], Activation::Tanh)).unwrap());
+            let d = net.layout().len();
+            let draws = bdl_tensor::normal(&mut Seed(2).rng(), (37, d), 0.0, 1.0, DType::F64, &dev)
+                .unwrap();
+            let window =
+                ChainWindow::new(net.clone(), lik, draws.clone(), (0..37).collect()).unwrap();
+            let pred = window.predictive(&x, &PredictOptions::default()).unwrap();
+            let each: Vec<Predictive> = (0..37)
+                .map(|s| {
+                    let f = net.forward(&draws.get(s).unwrap(), &x).unwrap();
+                    lik.point_predictive(&f).unwrap()
+                })
+                .collect();
+            let reference = Predictive::mixture(&each).unwrap();
+            let (a, b) = (pred.mean().unwrap(), reference.mean().unwrap());
+            let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap();
+            assert!(diff.to_scalar::<f64>().unwrap() < 1e-14, "{lik:?}");
+        }
+        let net = Network::from(Mlp::new(MlpSpec::new(&[3, 1], Activation::Identity)).unwrap());
+        let none = Tensor::zeros((0, 4), DType::F64, &dev).unwrap();
+        assert!(ChainWindow::new(net, Likelihood::Bernoulli, none, vec![]).is_err());
+    }
+}

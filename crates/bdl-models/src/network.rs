@@ -1,0 +1,143 @@
+//! [`Network`]: one of the workspace's architectures, chosen at run time and rebuilt from its
+//! serialisable [`NetworkSpec`].
+//!
+//! Posteriors own the network they predict with and save its spec beside their tensors, so
+//! they need one type for "an MLP or a CNN"; the inference code keeps programming against
+//! [`Model`], which `Network` implements by delegation.
+
+use bdl_tensor::{ChaCha8Rng, ParamLayout, Seed};
+use candle_core::{DType, Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::{Cache, Cnn, CnnSpec, LayerFactors, Mlp, MlpSpec, Model, Result};
+
+/// The architecture of a [`Network`], serialised with an internal tag:
+/// `{"kind": "mlp", "widths": [...], ...}` or `{"kind": "cnn", ...}`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NetworkSpec {
+    /// A multilayer perceptron.
+    Mlp(MlpSpec),
+    /// A convolutional network.
+    Cnn(CnnSpec),
+}
+
+/// An MLP or a CNN behind one type.
+///
+/// ```
+/// use bdl_models::{Activation, MlpSpec, Model, Network, NetworkSpec};
+/// use bdl_tensor::Seed;
+/// use candle_core::{DType, Device, Tensor};
+/// # fn main() -> Result<(), bdl_models::Error> {
+/// let net = Network::new(NetworkSpec::Mlp(MlpSpec::new(&[3, 8, 2], Activation::Relu)))?;
+/// let theta = net.init(Seed(0), DType::F64, &Device::Cpu)?;
+/// let f = net.forward(&theta, &Tensor::ones((4, 3), DType::F64, &Device::Cpu)?)?;
+/// assert_eq!(f.dims(), &[4, 2]);
+/// // The spec round-trips through JSON and rebuilds the same network.
+/// let json = serde_json::to_string(&net.spec()).unwrap();
+/// let again = Network::new(serde_json::from_str(&json).unwrap())?;
+/// assert_eq!(again.layout(), net.layout());
+/// # Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub enum Network {
+    /// A multilayer perceptron.
+    Mlp(Mlp),
+    /// A convolutional network.
+    Cnn(Cnn),
+}
+
+impl Network {
+    /// Builds the network a spec describes.
+    pub fn new(spec: NetworkSpec) -> Result<Self> {
+        Ok(match spec {
+            NetworkSpec::Mlp(spec) => Self::Mlp(Mlp::new(spec)?),
+            NetworkSpec::Cnn(spec) => Self::Cnn(Cnn::new(spec)?),
+        })
+    }
+
+    /// The architecture.
+    pub fn spec(&self) -> NetworkSpec {
+        match self {
+            Self::Mlp(m) => NetworkSpec::Mlp(m.spec().clone()),
+            Self::Cnn(c) => NetworkSpec::Cnn(c.spec().clone()),
+        }
+    }
+
+    /// Initial parameters from a seeded stream (each architecture's own initialisation).
+    pub fn init(&self, seed: Seed, dtype: DType, device: &Device) -> Result<Tensor> {
+        match self {
+            Self::Mlp(m) => m.init(seed, dtype, device),
+            Self::Cnn(c) => c.init(seed, dtype, device),
+        }
+    }
+
+    /// The dropout probability of the network's hidden units (0 for none).
+    pub fn dropout(&self) -> f64 {
+        match self {
+            Self::Mlp(m) => m.spec().dropout,
+            Self::Cnn(c) => c.spec().dropout,
+        }
+    }
+
+    /// The MLP, if this is one (the blocked-Gibbs sampler is MLP-only).
+    pub fn as_mlp(&self) -> Option<&Mlp> {
+        match self {
+            Self::Mlp(m) => Some(m),
+            Self::Cnn(_) => None,
+        }
+    }
+}
+
+impl From<Mlp> for Network {
+    fn from(mlp: Mlp) -> Self {
+        Self::Mlp(mlp)
+    }
+}
+
+impl From<Cnn> for Network {
+    fn from(cnn: Cnn) -> Self {
+        Self::Cnn(cnn)
+    }
+}
+
+/// Each call goes to the architecture inside.
+impl Model for Network {
+    fn layout(&self) -> &ParamLayout {
+        match self {
+            Self::Mlp(m) => m.layout(),
+            Self::Cnn(c) => c.layout(),
+        }
+    }
+
+    fn n_outputs(&self) -> usize {
+        match self {
+            Self::Mlp(m) => m.n_outputs(),
+            Self::Cnn(c) => c.n_outputs(),
+        }
+    }
+
+    fn forward_cached_with(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Cache> {
+        match self {
+            Self::Mlp(m) => m.forward_cached_with(params, x, dropout),
+            Self::Cnn(c) => c.forward_cached_with(params, x, dropout),
+        }
+    }
+
+    fn factors(
+        &self,
+        params: &Tensor,
+        cache: &Cache,
+        grad_f: &Tensor,
+    ) -> Result<Vec<LayerFactors>> {
+        match self {
+            Self::Mlp(m) => m.factors(params, cache, grad_f),
+            Self::Cnn(c) => c.factors(params, cache, grad_f),
+        }
+    }
+}
