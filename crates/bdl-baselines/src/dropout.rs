@@ -2,9 +2,8 @@
 
 use std::path::Path;
 
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Validate};
-use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::Network;
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Predictor, Validate};
+use bdl_likelihoods::Predictive;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
@@ -58,12 +57,8 @@ impl Posterior for McDropout {
         "MC dropout"
     }
 
-    fn network(&self) -> &Network {
-        self.map.network()
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.map.likelihood()
+    fn predictor(&self) -> &Predictor {
+        self.map.predictor()
     }
 
     fn predictive(
@@ -104,7 +99,8 @@ impl Posterior for McDropout {
 mod tests {
     use super::*;
     use bdl_inference::{MapConfig, MapFit, train_map};
-    use bdl_models::{Activation, Mlp, MlpSpec, Model};
+    use bdl_likelihoods::Likelihood;
+    use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
     use candle_core::{DType, Device};
 
     /// 30 points of sin 2x on [−1.5, 1.5], an MLP 1-32-32-1 (tanh) with dropout `p`, trained

@@ -4,13 +4,13 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    Holdout, InvalidParam, MapConfig, MapFit, Posterior, PredictOptions, Valid, Validate,
-    at_least_one, paired_rows, train_map_on,
+    Holdout, InvalidParam, MapConfig, MapEstimate, MapFit, Posterior, PredictOptions, Predictor,
+    Valid, Validate, at_least_one, paired_rows, train_map_on,
 };
 use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::{Model, Network};
+use bdl_models::Network;
 use bdl_tensor::Seed;
-use candle_core::{DType, Tensor};
+use candle_core::{DType, Device, Tensor};
 use rand::Rng;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
@@ -49,35 +49,38 @@ impl Validate for EnsembleConfig {
     }
 }
 
-/// A deep ensemble: M parameter vectors of one network, each with its own likelihood (its own
-/// σ when learned). The predictive is the mixture (1/M) Σ_m p(y* | f(x*; θ_m)): a Gaussian
+/// A deep ensemble: M MAP estimates of one network, each with its own likelihood (its own σ
+/// when learned). The predictive is the mixture (1/M) Σ_m p(y* | f(x*; θ_m)): a Gaussian
 /// mixture for regression, averaged class probabilities for classification.
 #[derive(Clone, Debug)]
 pub struct Ensemble {
-    network: Network,
-    members: Vec<(Tensor, Likelihood)>,
+    members: Vec<MapEstimate>,
 }
 
 impl Ensemble {
-    /// The ensemble of `members` (θ_m, likelihood_m) of `network`, at least one, all of one
-    /// likelihood family.
-    pub fn new(network: Network, members: Vec<(Tensor, Likelihood)>) -> Result<Self> {
-        let Some((_, first)) = members.first() else {
+    /// The ensemble of `members`: at least one, all of one network and likelihood family.
+    pub fn new(members: Vec<MapEstimate>) -> Result<Self> {
+        let Some(first) = members.first() else {
             return Err(InvalidParam::new("members", 0, ">= 1").into());
         };
-        for (theta, lik) in &members {
-            network.layout().check_flat(theta)?;
-            lik.check()?;
-            if std::mem::discriminant(lik) != std::mem::discriminant(first) {
-                return Err(InvalidParam::new(
-                    "members",
-                    format!("{lik:?} beside {first:?}"),
-                    "of one likelihood family",
-                )
-                .into());
-            }
+        let (spec, family) = (
+            first.network().spec(),
+            std::mem::discriminant(&first.likelihood()),
+        );
+        for (m, member) in members.iter().enumerate() {
+            bdl_inference::require(
+                member.network().spec() == spec
+                    && std::mem::discriminant(&member.likelihood()) == family,
+                "members",
+                format!(
+                    "member {m}: {:?} under {:?}",
+                    member.network().spec(),
+                    member.likelihood()
+                ),
+                "of one network and one likelihood family",
+            )?;
         }
-        Ok(Self { network, members })
+        Ok(Self { members })
     }
 
     /// M, the number of members.
@@ -90,10 +93,9 @@ impl Ensemble {
         self.members.is_empty()
     }
 
-    /// Member m's parameters and likelihood.
-    pub fn member(&self, m: usize) -> (&Tensor, Likelihood) {
-        let (theta, lik) = &self.members[m];
-        (theta, *lik)
+    /// Member m.
+    pub fn member(&self, m: usize) -> &MapEstimate {
+        &self.members[m]
     }
 }
 
@@ -104,13 +106,10 @@ impl Posterior for Ensemble {
         "deep ensemble"
     }
 
-    fn network(&self) -> &Network {
-        &self.network
-    }
-
-    /// Member 0's likelihood (with learned σ, each member keeps its own for the predictive).
-    fn likelihood(&self) -> Likelihood {
-        self.members[0].1
+    /// Member 0's network and likelihood (with learned σ, each member keeps its own for the
+    /// predictive).
+    fn predictor(&self) -> &Predictor {
+        self.members[0].predictor()
     }
 
     fn predictive(
@@ -120,55 +119,52 @@ impl Posterior for Ensemble {
     ) -> bdl_inference::Result<Predictive> {
         options.validate()?;
         bdl_inference::mixture(self.members.len(), |m| {
-            let (theta, lik) = &self.members[m];
-            let f =
-                bdl_inference::forward_batched(&self.network, theta, x, options.batch_size, None)?;
-            Ok(lik.point_predictive(&f)?)
+            self.members[m].predictive(x, options)
         })
     }
 
     /// `n` members drawn uniformly with replacement from the stream of `seed`.
     fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
         let mut rng = seed.rng();
-        let picks: Vec<Tensor> = (0..n)
-            .map(|_| {
-                self.members[rng.random_range(0..self.members.len())]
-                    .0
-                    .clone()
-            })
+        let picks: Vec<u32> = (0..n)
+            .map(|_| rng.random_range(0..self.members.len() as u32))
             .collect();
-        let d = self.network.layout().len();
-        Ok(Some(if picks.is_empty() {
-            Tensor::zeros((0, d), self.members[0].0.dtype(), &candle_core::Device::Cpu)?
-        } else {
-            Tensor::stack(&picks, 0)?
-        }))
+        let index = Tensor::from_vec(picks, n, &Device::Cpu)?;
+        Ok(Some(self.stacked()?.index_select(&index, 0)?))
     }
 
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
-        let thetas: Vec<Tensor> = self.members.iter().map(|(t, _)| t.clone()).collect();
-        let likelihoods: Vec<Likelihood> = self.members.iter().map(|(_, l)| *l).collect();
+        let likelihoods: Vec<Likelihood> = self.members.iter().map(|m| m.likelihood()).collect();
         let header = Header {
             kind: KIND,
-            network: &self.network,
-            likelihood: likelihoods[0],
+            predictor: self.predictor(),
             seed: None,
             config: &likelihoods,
         };
-        checkpoint::save(path, &header, vec![("members", Tensor::stack(&thetas, 0)?)])
+        checkpoint::save(path, &header, vec![("members", self.stacked()?)])
     }
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
         let mut saved = checkpoint::load::<Vec<Likelihood>>(path, KIND)?;
-        let (m, d) = (saved.config.len(), saved.network.layout().len());
-        let thetas = saved.tensor("members", &[m, d])?;
+        let thetas = saved.tensor("members", &[saved.config.len(), saved.n_params()])?;
         let members = saved
             .config
             .iter()
             .enumerate()
-            .map(|(i, lik)| Ok((thetas.get(i)?, *lik)))
+            .map(|(i, lik)| {
+                let predictor = saved.predictor.with_likelihood(*lik)?;
+                MapEstimate::of(predictor, thetas.get(i)?)
+            })
             .collect::<bdl_inference::Result<Vec<_>>>()?;
-        Ok(Self::new(saved.network, members)?)
+        Ok(Self::new(members)?)
+    }
+}
+
+impl Ensemble {
+    /// The members' parameters, `[M, D]`.
+    fn stacked(&self) -> bdl_inference::Result<Tensor> {
+        let thetas: Vec<&Tensor> = self.members.iter().map(|m| m.theta()).collect();
+        Ok(Tensor::stack(&thetas, 0)?)
     }
 }
 
@@ -243,13 +239,7 @@ pub fn train_ensemble(
             .map(member)
             .collect::<Result<Vec<_>>>()?
     };
-    let posterior = Ensemble::new(
-        network.clone(),
-        members
-            .iter()
-            .map(|f| (f.estimate.theta().clone(), f.estimate.likelihood()))
-            .collect(),
-    )?;
+    let posterior = Ensemble::new(members.iter().map(|f| f.estimate.clone()).collect())?;
     Ok(EnsembleFit { posterior, members })
 }
 
@@ -319,13 +309,11 @@ mod tests {
         let map_config = MapConfig { seed, ..c.map }.check().unwrap();
         let lik = Likelihood::Categorical { classes: 3 };
         let map = train_map(&net, &theta0, lik, &x, &y, &map_config).unwrap();
-        let (theta, member_lik) = ens.posterior.member(0);
-        assert_eq!(values(theta), values(map.estimate.theta()));
-        assert_eq!(member_lik, map.estimate.likelihood());
+        let member = ens.posterior.member(0);
+        assert_eq!(values(member.theta()), values(map.estimate.theta()));
+        assert_eq!(member.likelihood(), map.estimate.likelihood());
         assert_eq!(ens.members[0].losses, map.losses);
-        let options = PredictOptions::default();
-        let one = bdl_inference::mixture(1, |_| map.estimate.predictive(&x, &options)).unwrap();
-        assert_eq!(probs(&ens.posterior, &x), values(&one.probs().unwrap()));
+        assert_eq!(probs(&ens.posterior, &x), probs(&map.estimate, &x));
     }
 
     #[test]
@@ -333,7 +321,9 @@ mod tests {
         let (net, x, y) = classification();
         let ens = train(&net, &x, &y, config(4, true));
         assert_eq!(ens.posterior.len(), 4);
-        let thetas: Vec<Vec<f64>> = (0..4).map(|m| values(ens.posterior.member(m).0)).collect();
+        let thetas: Vec<Vec<f64>> = (0..4)
+            .map(|m| values(ens.posterior.member(m).theta()))
+            .collect();
         for a in 0..4 {
             for b in a + 1..4 {
                 assert_ne!(thetas[a], thetas[b], "members {a} and {b}");
@@ -357,8 +347,8 @@ mod tests {
         let seq = train(&net, &x, &y, config(4, false));
         for m in 0..4 {
             assert_eq!(
-                values(ens.posterior.member(m).0),
-                values(seq.posterior.member(m).0)
+                values(ens.posterior.member(m).theta()),
+                values(seq.posterior.member(m).theta())
             );
         }
     }

@@ -7,8 +7,8 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    InvalidParam, MinibatchLoop, Optimizer, Posterior, PredictOptions, Trainer, Valid, Validate,
-    at_least_one, non_negative, positive,
+    InvalidParam, MinibatchLoop, Optimizer, Posterior, PredictOptions, Predictor, Trainer, Valid,
+    Validate, at_least_one,
 };
 use bdl_likelihoods::{Likelihood, Predictive};
 use bdl_models::{Model, Network};
@@ -100,12 +100,12 @@ impl Validate for SwagConfig {
     /// A valid optimiser, learning rate finite and > 0, prior precision finite and ≥ 0, batch
     /// size, snapshots and snapshot period ≥ 1, and K ≥ 2 for the low-rank covariance.
     fn validate(&self) -> Result<(), InvalidParam> {
-        self.optimizer
-            .validate()
-            .map_err(|e| e.within("optimizer"))?;
-        positive("learning_rate", self.learning_rate)?;
-        non_negative("prior_precision", self.prior_precision)?;
-        at_least_one("batch_size", self.batch_size)?;
+        bdl_inference::check_descent(
+            &self.optimizer,
+            self.learning_rate,
+            self.prior_precision,
+            self.batch_size,
+        )?;
         at_least_one("snapshots", self.snapshots)?;
         at_least_one("snapshot_every", self.snapshot_every)?;
         if self.covariance == SwagCovariance::LowRankPlusDiagonal {
@@ -294,8 +294,7 @@ impl Swag {
 /// a Gaussian mixture for regression, averaged class probabilities for classification.
 #[derive(Clone, Debug)]
 pub struct SwagPosterior {
-    network: Network,
-    likelihood: Likelihood,
+    predictor: Predictor,
     swag: Swag,
     covariance: SwagCovariance,
 }
@@ -309,7 +308,6 @@ impl SwagPosterior {
         swag: Swag,
         covariance: SwagCovariance,
     ) -> Result<Self> {
-        likelihood.check()?;
         if swag.dim() != network.layout().len() {
             return Err(Error::SnapshotLength {
                 expected: network.layout().len(),
@@ -318,8 +316,7 @@ impl SwagPosterior {
         }
         swag.check(covariance)?;
         Ok(Self {
-            network,
-            likelihood,
+            predictor: Predictor::new(network, likelihood)?,
             swag,
             covariance,
         })
@@ -338,8 +335,8 @@ impl SwagPosterior {
     /// The same moments with the other covariance.
     pub fn with_covariance(&self, covariance: SwagCovariance) -> Result<Self> {
         Self::new(
-            self.network.clone(),
-            self.likelihood,
+            self.predictor.network().clone(),
+            self.predictor.likelihood(),
             self.swag.clone(),
             covariance,
         )
@@ -365,12 +362,8 @@ impl Posterior for SwagPosterior {
         }
     }
 
-    fn network(&self) -> &Network {
-        &self.network
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.likelihood
+    fn predictor(&self) -> &Predictor {
+        &self.predictor
     }
 
     fn predictive(
@@ -379,14 +372,11 @@ impl Posterior for SwagPosterior {
         options: &PredictOptions,
     ) -> bdl_inference::Result<Predictive> {
         options.validate()?;
-        bdl_inference::mixture(options.samples, |s| {
-            let theta = self
-                .swag
-                .sample(self.covariance, &mut options.seed.index(s as u64).rng())?;
-            let f =
-                bdl_inference::forward_batched(&self.network, &theta, x, options.batch_size, None)?;
-            Ok(self.likelihood.point_predictive(&f)?)
-        })
+        self.predictor
+            .weight_mixture(x, options.batch_size, options.samples, |s| {
+                let mut rng = options.seed.index(s as u64).rng();
+                Ok(self.swag.sample(self.covariance, &mut rng)?)
+            })
     }
 
     fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
@@ -422,8 +412,7 @@ impl Posterior for SwagPosterior {
         ];
         let header = Header {
             kind: KIND,
-            network: &self.network,
-            likelihood: self.likelihood,
+            predictor: &self.predictor,
             seed: None,
             config: &state,
         };
@@ -432,7 +421,7 @@ impl Posterior for SwagPosterior {
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
         let mut saved = checkpoint::load::<SwagState>(path, KIND)?;
-        let d = saved.network.layout().len();
+        let d = saved.n_params();
         let state = &saved.config;
         let (n, rank, covariance) = (state.snapshots, state.rank, state.covariance);
         let dtype: DType = state
@@ -453,8 +442,8 @@ impl Posterior for SwagPosterior {
             like: Some((dtype, Device::Cpu)),
         };
         Ok(Self::new(
-            saved.network,
-            saved.likelihood,
+            saved.predictor.network().clone(),
+            saved.predictor.likelihood(),
             swag,
             covariance,
         )?)

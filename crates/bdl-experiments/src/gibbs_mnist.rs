@@ -26,10 +26,9 @@
 //! Each run's wall time (its chain alone on a core) is in its row of `results.json`, with the
 //! iteration the chain was resumed at.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
-use anyhow::{Context as _, Result, anyhow};
+use anyhow::{Context as _, Result};
 use bdl_data::mnist::{self, Collection, Part};
 use bdl_data::{Dataset, Standardizer};
 use bdl_eval::plot::{Figure, Panel};
@@ -45,6 +44,7 @@ use bdl_tensor::{Seed, SubBlocks};
 use serde::Serialize;
 
 use crate::claim::{Claim, Verdict};
+use crate::concurrency::side_by_side;
 use crate::gibbs_xor::{ChainProgress, accuracy, list, summarise};
 use crate::{Context, Experiment, Outcome, Profile};
 
@@ -284,54 +284,27 @@ fn run(ctx: &Context) -> Result<Outcome> {
         chains_dir.join(format!("batch-{batch}_{blocks}"))
     };
 
-    // One chain per run, each sequential; as many workers as cores take the runs largest batch
-    // first, so that no run shares its core and its wall time is its own.
+    // One chain per run, each on its own thread, largest batch first; a run's wall time is its
+    // own as long as there are no more workers than cores (`side_by_side`).
     let total = settings.iterations * configs.len() as u64;
     let bar = ctx.bar(total, "iterations");
     bar.set_message(format!("{} chains", configs.len()));
     let mut order: Vec<usize> = (0..configs.len()).collect();
     order.sort_by_key(|&i| std::cmp::Reverse(configs[i].0));
-    let next = AtomicUsize::new(0);
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let mut walls = vec![(0.0, 0); configs.len()];
-    let done: Vec<(usize, f64, u64)> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..workers.min(configs.len()))
-            .map(|_| {
-                let (bar, train, mlp, next, order) = (&bar, &train, &mlp, &next, &order);
-                let (configs, dir_of) = (&configs, &dir_of);
-                scope.spawn(move || -> Result<Vec<(usize, f64, u64)>> {
-                    let mut walls = Vec::new();
-                    while let Some(&i) = order.get(next.fetch_add(1, Ordering::Relaxed)) {
-                        let (batch, _, config) = &configs[i];
-                        let progress = ChainProgress::new(bar, 1);
-                        let start = Instant::now();
-                        let report = bdl_mcmc::run_chain(
-                            mlp,
-                            LIKELIHOOD,
-                            train,
-                            config,
-                            &dir_of(config),
-                            0,
-                            &|r| progress.report(r),
-                        )
-                        .with_context(|| format!("sampling at batch size {batch}"))?;
-                        walls.push((i, start.elapsed().as_secs_f64(), report.resumed_at));
-                        progress.finish(config.iterations);
-                    }
-                    Ok(walls)
-                })
+    let timed = side_by_side(&order, |&i| -> Result<(usize, f64, u64)> {
+        let (batch, _, config) = &configs[i];
+        let progress = ChainProgress::new(&bar, 1);
+        let start = Instant::now();
+        let report =
+            bdl_mcmc::run_chain(&mlp, LIKELIHOOD, &train, config, &dir_of(config), 0, &|r| {
+                progress.report(r)
             })
-            .collect();
-        let mut done = Vec::new();
-        for h in handles {
-            done.extend(
-                h.join()
-                    .map_err(|_| anyhow!("a sampling thread panicked"))??,
-            );
-        }
-        Ok::<_, anyhow::Error>(done)
+            .with_context(|| format!("sampling at batch size {batch}"))?;
+        progress.finish(config.iterations);
+        Ok((i, start.elapsed().as_secs_f64(), report.resumed_at))
     })?;
-    for (i, wall, resumed_at) in done {
+    let mut walls = vec![(0.0, 0); configs.len()];
+    for (i, wall, resumed_at) in timed {
         walls[i] = (wall, resumed_at);
     }
     bar.finish_and_clear();

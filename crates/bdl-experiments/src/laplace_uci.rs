@@ -29,6 +29,7 @@ use candle_core::{DType, Tensor};
 use serde::Serialize;
 
 use crate::claim::{self, Claim};
+use crate::concurrency::side_by_side;
 use crate::{Context, Experiment, Outcome, Profile};
 
 /// The experiment.
@@ -131,21 +132,17 @@ fn run(ctx: &Context) -> Result<Outcome> {
             }
         }
     }
+    // Splits side by side, one thread each: faer's factorisations then run sequentially, so
+    // the numbers do not depend on the machine's core count.
     let bar = ctx.bar(jobs.len() as u64, "splits");
-    let mut rows = Vec::new();
-    for (b, kind, k) in jobs {
-        bar.set_message(format!("{b} {kind} {k}"));
+    let per_split = side_by_side(&jobs, |&(b, kind, k)| -> Result<Vec<Row>> {
         let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
         let split = StandardizedSplit::new(&train, &test)?;
-        rows.extend(run_split(
-            &split,
-            &settings,
-            &format!("{b}"),
-            &format!("{kind}"),
-            k,
-        )?);
+        let rows = run_split(&split, &settings, &format!("{b}"), &format!("{kind}"), k)?;
         bar.inc(1);
-    }
+        Ok(rows)
+    })?;
+    let rows: Vec<Row> = per_split.into_iter().flatten().collect();
     bar.finish_and_clear();
     Ok(Outcome::new(
         "laplace-uci: large model with a subnetwork Laplace vs small models with a full Laplace",

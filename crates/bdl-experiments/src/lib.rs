@@ -8,11 +8,13 @@
 //!   the tested functions of [`claim`].
 //! - [`report`]: the one writer of `results.json` (settings, profile, source revision, wall
 //!   time, claims, rows), `table.md` and the figures, and of the claims index `index.md`.
-//! - [`progress`]: the one progress-bar style.
+//! - [`progress`]: the one progress-bar style; [`concurrency`]: the one concurrency policy
+//!   (independent units side by side, one thread each).
 //!
 //! Each experiment writes `OUT/<experiment>/<profile>/`, so the profiles never share a folder.
 
 pub mod claim;
+pub mod concurrency;
 pub mod progress;
 pub mod report;
 
@@ -102,6 +104,11 @@ pub trait Experiment: Sync {
     /// One line: the paper and what of it this reproduces.
     fn reproduces(&self) -> &'static str;
 
+    /// The profiles it can run in (all three unless it says otherwise).
+    fn profiles(&self) -> &'static [Profile] {
+        &Profile::ALL
+    }
+
     /// Runs the experiment in `ctx.profile`, writing any large side outputs (chains) under
     /// `ctx.dir`.
     fn run(&self, ctx: &Context) -> Result<Outcome>;
@@ -139,6 +146,13 @@ pub fn run(
     out: &Path,
     quiet: bool,
 ) -> Result<(Outcome, f64)> {
+    if !experiment.profiles().contains(&profile) {
+        bail!(
+            "experiment {} has no {} profile",
+            experiment.name(),
+            profile.name()
+        );
+    }
     let dir = out.join(experiment.name()).join(profile.name());
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let ctx = Context {

@@ -34,10 +34,10 @@ use bdl_models::{Activation, Mlp, MlpSpec, Network};
 use bdl_tensor::Seed;
 use bdl_variational::{MeanField, Method, VariationalConfig, fit_monitored};
 use candle_core::{DType, Tensor};
-use rayon::prelude::*;
 use serde::Serialize;
 
 use crate::claim::{Claim, Verdict, within_se};
+use crate::concurrency::side_by_side;
 use crate::{Context, Experiment, Outcome, Profile};
 
 const HIDDEN: usize = 50;
@@ -409,16 +409,9 @@ fn train_and_score(
     ))
 }
 
-/// Runs the experiment: the fits in parallel on a pool of their own, one thread per core.
+/// Runs the experiment: the fits side by side, one thread each
+/// ([`side_by_side`](crate::concurrency::side_by_side)).
 fn run(ctx: &Context) -> Result<Outcome> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(threads)
-        .build()?
-        .install(|| run_fits(ctx))
-}
-
-fn run_fits(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile);
     let grid = settings.grid();
     let mut jobs = Vec::new();
@@ -475,42 +468,39 @@ fn run_fits(ctx: &Context) -> Result<Outcome> {
                 .flat_map(move |&m| (0..g).flat_map(move |c| (0..f).map(move |k| (j, m, c, k))))
         })
         .collect();
-    let val_ll: Vec<f64> = tasks
-        .par_iter()
-        .map(|&(j, which, c, k)| -> Result<f64> {
-            let job = &jobs[j];
-            let (fit_rows, val_rows) = &job.folds[k];
-            let seed = job
-                .seed
-                .fork(which.name())
-                .fork("selection")
-                .index(k as u64);
-            let fitted = train_and_score(
-                &settings,
-                which,
+    let val_ll: Vec<f64> = side_by_side(&tasks, |&(j, which, c, k)| -> Result<f64> {
+        let job = &jobs[j];
+        let (fit_rows, val_rows) = &job.folds[k];
+        let seed = job
+            .seed
+            .fork(which.name())
+            .fork("selection")
+            .index(k as u64);
+        let fitted = train_and_score(
+            &settings,
+            which,
+            job.set,
+            grid[c],
+            &job.train.select(fit_rows)?,
+            &job.train.select(val_rows)?,
+            seed,
+            false,
+        );
+        bar.inc(1);
+        // A diverged or degenerate candidate loses the selection instead of failing it.
+        match fitted {
+            Ok((s, _)) if s.log_lik.is_finite() => Ok(s.log_lik),
+            Ok(_) => Ok(f64::NEG_INFINITY),
+            Err(e) if diverged(&e) => Ok(f64::NEG_INFINITY),
+            Err(e) => Err(e.context(format!(
+                "{} {} split {} (τ, λ) = {:?} fold {k}",
+                which.name(),
                 job.set,
-                grid[c],
-                &job.train.select(fit_rows)?,
-                &job.train.select(val_rows)?,
-                seed,
-                false,
-            );
-            bar.inc(1);
-            // A diverged or degenerate candidate loses the selection instead of failing it.
-            match fitted {
-                Ok((s, _)) if s.log_lik.is_finite() => Ok(s.log_lik),
-                Ok(_) => Ok(f64::NEG_INFINITY),
-                Err(e) if diverged(&e) => Ok(f64::NEG_INFINITY),
-                Err(e) => Err(e.context(format!(
-                    "{} {} split {} (τ, λ) = {:?} fold {k}",
-                    which.name(),
-                    job.set,
-                    job.split,
-                    grid[c]
-                ))),
-            }
-        })
-        .collect::<Result<_>>()?;
+                job.split,
+                grid[c]
+            ))),
+        }
+    })?;
 
     // Final fits on each whole training split with the chosen pair.
     bar.set_message("final fits");
@@ -545,37 +535,34 @@ fn run_fits(ctx: &Context) -> Result<Outcome> {
             (j, which, best, best_ll)
         })
         .collect();
-    let rows: Vec<Row> = finals
-        .par_iter()
-        .map(|&(j, which, c, selection_ll)| -> Result<Row> {
-            let job = &jobs[j];
-            let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
-            let (s, by_epoch) = train_and_score(
-                &settings,
-                which,
-                job.set,
-                grid[c],
-                &job.train,
-                &job.test,
-                job.seed.fork(which.name()).fork("final"),
-                track,
-            )
-            .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))?;
-            bar.inc(1);
-            Ok(Row {
-                dataset: job.set.name().into(),
-                split: job.split,
-                method: which.name().into(),
-                tau: grid[c].0,
-                lambda: grid[c].1,
-                selection_log_lik: selection_ll,
-                test_rmse: s.rmse,
-                test_log_lik: s.log_lik,
-                test_log_lik_joint: s.log_lik_joint,
-                test_rmse_by_epoch: by_epoch,
-            })
+    let rows: Vec<Row> = side_by_side(&finals, |&(j, which, c, selection_ll)| -> Result<Row> {
+        let job = &jobs[j];
+        let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
+        let (s, by_epoch) = train_and_score(
+            &settings,
+            which,
+            job.set,
+            grid[c],
+            &job.train,
+            &job.test,
+            job.seed.fork(which.name()).fork("final"),
+            track,
+        )
+        .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))?;
+        bar.inc(1);
+        Ok(Row {
+            dataset: job.set.name().into(),
+            split: job.split,
+            method: which.name().into(),
+            tau: grid[c].0,
+            lambda: grid[c].1,
+            selection_log_lik: selection_ll,
+            test_rmse: s.rmse,
+            test_log_lik: s.log_lik,
+            test_log_lik_joint: s.log_lik_joint,
+            test_rmse_by_epoch: by_epoch,
         })
-        .collect::<Result<_>>()?;
+    })?;
     bar.finish_and_clear();
 
     Ok(Outcome::new(

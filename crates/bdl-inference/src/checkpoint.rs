@@ -15,7 +15,7 @@ use candle_core::{DType, Device, Tensor};
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::{Error, Predictor, Result};
 
 const FORMAT: &str = "bdl posterior v1";
 
@@ -41,10 +41,8 @@ struct Sidecar<C> {
 pub struct Header<'a, C> {
     /// Which posterior type this is.
     pub kind: &'static str,
-    /// The network.
-    pub network: &'a Network,
-    /// The likelihood of the predictive.
-    pub likelihood: Likelihood,
+    /// The network and the likelihood of the predictive.
+    pub predictor: &'a Predictor,
     /// The fit's seed, if any.
     pub seed: Option<Seed>,
     /// The method's configuration (and any scalar state it needs back).
@@ -61,9 +59,9 @@ pub fn save<C: Serialize>(
         format: FORMAT.to_owned(),
         kind: header.kind.to_owned(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
-        network: header.network.spec(),
-        layout: header.network.layout().clone(),
-        likelihood: header.likelihood,
+        network: header.predictor.network().spec(),
+        layout: header.predictor.network().layout().clone(),
+        likelihood: header.predictor.likelihood(),
         seed: header.seed,
         config: header.config,
     };
@@ -82,10 +80,8 @@ pub fn save<C: Serialize>(
 /// tensors by name.
 #[derive(Debug)]
 pub struct Saved<C> {
-    /// The network, rebuilt from its spec.
-    pub network: Network,
-    /// The likelihood.
-    pub likelihood: Likelihood,
+    /// The network, rebuilt from its spec, and the likelihood.
+    pub predictor: Predictor,
     /// The fit's seed, if any.
     pub seed: Option<Seed>,
     /// The method's configuration.
@@ -124,10 +120,8 @@ pub fn load<C: DeserializeOwned>(path: &Path, kind: &str) -> Result<Saved<C>> {
             "the saved parameter layout is not the layout of the saved network".into(),
         ));
     }
-    header.likelihood.check()?;
     Ok(Saved {
-        network,
-        likelihood: header.likelihood,
+        predictor: Predictor::new(network, header.likelihood)?,
         seed: header.seed,
         config,
         path: path.to_path_buf(),
@@ -136,6 +130,11 @@ pub fn load<C: DeserializeOwned>(path: &Path, kind: &str) -> Result<Saved<C>> {
 }
 
 impl<C> Saved<C> {
+    /// D, the number of parameters of the saved network.
+    pub fn n_params(&self) -> usize {
+        self.predictor.network().layout().len()
+    }
+
     /// The tensor `name`, checked to have `shape` and finite values.
     pub fn tensor(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
         let t = self
@@ -158,7 +157,7 @@ impl<C> Saved<C> {
 
     /// The parameter vector `name`, of the network's length D.
     pub fn params(&mut self, name: &str) -> Result<Tensor> {
-        let d = self.network.layout().len();
+        let d = self.n_params();
         self.tensor(name, &[d])
     }
 

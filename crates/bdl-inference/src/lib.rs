@@ -50,6 +50,7 @@ mod mixture;
 mod optim;
 mod point;
 mod posterior;
+mod predictor;
 mod train;
 mod valid;
 
@@ -60,7 +61,8 @@ pub use mixture::{forward_batched, mixture};
 pub use optim::{Optimizer, OptimizerState};
 pub use point::MapEstimate;
 pub use posterior::{Link, Posterior, PredictOptions};
-pub use train::{Trainer, mean_nll};
+pub use predictor::Predictor;
+pub use train::{Trainer, check_descent, mean_nll};
 pub use valid::{Valid, Validate, at_least_one, non_negative, positive, require, unit_interval};
 
 /// The crates below this layer, for [`method_error!`]'s conversions.

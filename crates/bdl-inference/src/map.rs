@@ -10,8 +10,8 @@ use bdl_tensor::Seed;
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
-use crate::train::{Trainer, finite, mean_nll};
-use crate::valid::{Valid, Validate, at_least_one, non_negative, positive, require};
+use crate::train::{Trainer, check_descent, finite, mean_nll};
+use crate::valid::{Valid, Validate, at_least_one, require};
 use crate::{InvalidParam, MapEstimate, MinibatchLoop, Optimizer, Result, paired_rows, rows};
 
 /// How to train to the MAP.
@@ -67,13 +67,13 @@ impl Validate for MapConfig {
     /// A valid optimiser, learning rate finite and > 0, prior precision finite and ≥ 0, at
     /// least one epoch and one example per batch, validation fraction in [0, 1).
     fn validate(&self) -> Result<(), InvalidParam> {
-        self.optimizer
-            .validate()
-            .map_err(|e| e.within("optimizer"))?;
-        positive("learning_rate", self.learning_rate)?;
-        non_negative("prior_precision", self.prior_precision)?;
+        check_descent(
+            &self.optimizer,
+            self.learning_rate,
+            self.prior_precision,
+            self.batch_size,
+        )?;
         at_least_one("epochs", self.epochs)?;
-        at_least_one("batch_size", self.batch_size)?;
         require(
             (0.0..1.0).contains(&self.validation_fraction),
             "validation_fraction",

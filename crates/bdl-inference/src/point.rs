@@ -9,28 +9,27 @@ use candle_core::Tensor;
 
 use crate::checkpoint::{self, Header};
 use crate::valid::Validate;
-use crate::{Posterior, PredictOptions, Result, forward_batched};
+use crate::{Posterior, PredictOptions, Predictor, Result, forward_batched};
 
 /// θ̂ with the network and likelihood it belongs to: the posterior δ(θ − θ̂), whose predictive
 /// is the plug-in p(y* | f(x*; θ̂)) (N(f, σ²), σ(f) or softmax(f); no dropout).
 #[derive(Clone, Debug)]
 pub struct MapEstimate {
-    network: Network,
+    predictor: Predictor,
     theta: Tensor,
-    likelihood: Likelihood,
 }
 
 impl MapEstimate {
     /// θ̂ (flat, of the network's length, finite) for `network` under `likelihood`.
     pub fn new(network: Network, theta: Tensor, likelihood: Likelihood) -> Result<Self> {
-        network.layout().check_flat(&theta)?;
+        Self::of(Predictor::new(network, likelihood)?, theta)
+    }
+
+    /// θ̂ (flat, of the network's length, finite) for `predictor`.
+    pub fn of(predictor: Predictor, theta: Tensor) -> Result<Self> {
+        predictor.network().layout().check_flat(&theta)?;
         bdl_tensor::check_finite(&theta, "θ̂")?;
-        likelihood.check()?;
-        Ok(Self {
-            network,
-            theta,
-            likelihood,
-        })
+        Ok(Self { predictor, theta })
     }
 
     /// θ̂, in the compute dtype.
@@ -40,12 +39,15 @@ impl MapEstimate {
 
     /// The same θ̂ under another likelihood (a σ tuned after training).
     pub fn with_likelihood(&self, likelihood: Likelihood) -> Result<Self> {
-        Self::new(self.network.clone(), self.theta.clone(), likelihood)
+        Self::of(
+            self.predictor.with_likelihood(likelihood)?,
+            self.theta.clone(),
+        )
     }
 
     /// f(x; θ̂), `[N, K]`, in batches of `batch_size` rows.
     pub fn outputs(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
-        forward_batched(&self.network, &self.theta, x, batch_size, None)
+        forward_batched(self.network(), &self.theta, x, batch_size, None)
     }
 }
 
@@ -56,18 +58,13 @@ impl Posterior for MapEstimate {
         "MAP"
     }
 
-    fn network(&self) -> &Network {
-        &self.network
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.likelihood
+    fn predictor(&self) -> &Predictor {
+        &self.predictor
     }
 
     fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive> {
         options.validate()?;
-        let f = self.outputs(x, options.batch_size)?;
-        Ok(self.likelihood.point_predictive(&f)?)
+        self.predictor.point(&self.theta, x, options.batch_size)
     }
 
     fn sample(&self, n: usize, _seed: Seed) -> Result<Option<Tensor>> {
@@ -83,8 +80,7 @@ impl Posterior for MapEstimate {
     fn save(&self, path: &Path) -> Result<()> {
         let header = Header {
             kind: KIND,
-            network: &self.network,
-            likelihood: self.likelihood,
+            predictor: &self.predictor,
             seed: None,
             config: &(),
         };
@@ -94,6 +90,6 @@ impl Posterior for MapEstimate {
     fn load(path: &Path) -> Result<Self> {
         let mut saved = checkpoint::load::<()>(path, KIND)?;
         let theta = saved.params("theta")?;
-        Self::new(saved.network, theta, saved.likelihood)
+        Self::of(saved.predictor, theta)
     }
 }

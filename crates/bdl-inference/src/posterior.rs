@@ -10,7 +10,7 @@ use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
 use crate::valid::{Validate, at_least_one};
-use crate::{InvalidParam, Result};
+use crate::{InvalidParam, Predictor, Result};
 
 /// How a Gaussian belief over logits becomes class probabilities (classification only; a
 /// regression predictive ignores it). The Monte Carlo link draws [`PredictOptions::samples`]
@@ -96,11 +96,18 @@ pub trait Posterior: Send + Sync {
     /// The method's name, as tables print it ("subnetwork Laplace", "Vadam", …).
     fn method(&self) -> &str;
 
+    /// The network the posterior is over and the likelihood of its predictive.
+    fn predictor(&self) -> &Predictor;
+
     /// The network the posterior is over.
-    fn network(&self) -> &Network;
+    fn network(&self) -> &Network {
+        self.predictor().network()
+    }
 
     /// The likelihood of the predictive, with its σ for regression.
-    fn likelihood(&self) -> Likelihood;
+    fn likelihood(&self) -> Likelihood {
+        self.predictor().likelihood()
+    }
 
     /// The predictive p(y* | x*, D) at the rows of `x`.
     fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive>;

@@ -7,7 +7,8 @@ use bdl_models::Model;
 use bdl_tensor::{ChaCha8Rng, Seed};
 use candle_core::{DType, Device, Tensor};
 
-use crate::{Error, MinibatchLoop, Optimizer, OptimizerState, Result};
+use crate::valid::{Validate, at_least_one, non_negative, positive};
+use crate::{Error, InvalidParam, MinibatchLoop, Optimizer, OptimizerState, Result};
 
 /// Minibatch descent on the per-example objective
 ///
@@ -120,6 +121,20 @@ impl<'a, M: Model> Trainer<'a, M> {
         let loss = (nll + penalty) / self.data.len() as f64;
         finite(loss, "training", self.epochs.saturating_sub(1))
     }
+}
+
+/// Checks the settings every run of a [`Trainer`] shares: a valid optimiser, a learning rate
+/// finite and > 0, a prior precision finite and ≥ 0, at least one example per batch.
+pub fn check_descent(
+    optimizer: &Optimizer,
+    learning_rate: f64,
+    prior_precision: f64,
+    batch_size: usize,
+) -> Result<(), InvalidParam> {
+    optimizer.validate().map_err(|e| e.within("optimizer"))?;
+    positive("learning_rate", learning_rate)?;
+    non_negative("prior_precision", prior_precision)?;
+    at_least_one("batch_size", batch_size)
 }
 
 /// The mean negative log-likelihood −(1/N) Σ_n log p(y_n | f(x_n; θ)), without dropout.

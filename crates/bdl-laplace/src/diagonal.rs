@@ -4,9 +4,9 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Valid};
-use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::{Model, Network};
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Predictor, Valid};
+use bdl_likelihoods::Predictive;
+use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
@@ -96,12 +96,8 @@ impl Posterior for DiagLaplace {
         "diagonal Laplace"
     }
 
-    fn network(&self) -> &Network {
-        self.map.network()
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.map.likelihood()
+    fn predictor(&self) -> &Predictor {
+        self.map.predictor()
     }
 
     fn predictive(
@@ -144,8 +140,7 @@ impl Posterior for DiagLaplace {
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
         let header = Header {
             kind: KIND,
-            network: self.map.network(),
-            likelihood: self.map.likelihood(),
+            predictor: self.map.predictor(),
             seed: None,
             config: &self.config,
         };
@@ -161,10 +156,10 @@ impl Posterior for DiagLaplace {
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
         let mut saved = checkpoint::load::<Valid<LaplaceConfig>>(path, KIND)?;
-        let d = saved.network.layout().len();
+        let d = saved.n_params();
         let theta = saved.params("theta")?;
         let h = saved.vector("ggn_diagonal", d)?;
-        let map = MapEstimate::new(saved.network, theta, saved.likelihood)?;
+        let map = MapEstimate::of(saved.predictor, theta)?;
         Ok(Self::from_ggn_diagonal(map, h, &saved.config)?)
     }
 }

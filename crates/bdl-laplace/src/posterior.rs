@@ -8,10 +8,10 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    InvalidParam, MapEstimate, Posterior, PredictOptions, Valid, Validate, at_least_one,
+    InvalidParam, MapEstimate, Posterior, PredictOptions, Predictor, Valid, Validate, at_least_one,
 };
-use bdl_likelihoods::{Likelihood, Predictive};
-use bdl_models::{Model, Network};
+use bdl_likelihoods::Predictive;
+use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use faer::dyn_stack::{MemBuffer, MemStack};
@@ -303,12 +303,8 @@ impl Posterior for SubnetLaplace {
         }
     }
 
-    fn network(&self) -> &Network {
-        self.map.network()
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.map.likelihood()
+    fn predictor(&self) -> &Predictor {
+        self.map.predictor()
     }
 
     fn predictive(
@@ -336,8 +332,7 @@ impl Posterior for SubnetLaplace {
         ];
         let header = Header {
             kind: KIND,
-            network: self.map.network(),
-            likelihood: self.map.likelihood(),
+            predictor: self.map.predictor(),
             seed: None,
             config: &self.config,
         };
@@ -346,12 +341,12 @@ impl Posterior for SubnetLaplace {
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
         let mut saved = checkpoint::load::<Valid<LaplaceConfig>>(path, KIND)?;
-        let d = saved.network.layout().len();
+        let d = saved.n_params();
         let theta = saved.params("theta")?;
         let subset = saved.indices("subset", d)?;
         let s = subset.len();
         let ggn = bdl_tensor::to_mat(&saved.tensor("ggn", &[s, s])?)?;
-        let map = MapEstimate::new(saved.network, theta, saved.likelihood)?;
+        let map = MapEstimate::of(saved.predictor, theta)?;
         Ok(Self::from_ggn(map, subset, ggn, &saved.config)?)
     }
 }

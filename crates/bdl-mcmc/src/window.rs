@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{Posterior, PredictOptions, Validate};
+use bdl_inference::{Posterior, PredictOptions, Predictor, Validate};
 use bdl_likelihoods::{Likelihood, Predictive};
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
@@ -24,8 +24,7 @@ use crate::Result;
 /// threads.
 #[derive(Clone, Debug)]
 pub struct ChainWindow {
-    network: Network,
-    likelihood: Likelihood,
+    predictor: Predictor,
     draws: Tensor,
     iterations: Vec<u64>,
 }
@@ -38,7 +37,6 @@ impl ChainWindow {
         draws: Tensor,
         iterations: Vec<u64>,
     ) -> Result<Self> {
-        likelihood.check()?;
         let d = network.layout().len();
         bdl_tensor::check_shape(
             &draws,
@@ -47,8 +45,7 @@ impl ChainWindow {
         )?;
         bdl_inference::at_least_one("draws", iterations.len())?;
         Ok(Self {
-            network,
-            likelihood,
+            predictor: Predictor::new(network, likelihood)?,
             draws,
             iterations,
         })
@@ -72,12 +69,8 @@ impl Posterior for ChainWindow {
         "blocked Gibbs"
     }
 
-    fn network(&self) -> &Network {
-        &self.network
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.likelihood
+    fn predictor(&self) -> &Predictor {
+        &self.predictor
     }
 
     fn predictive(
@@ -86,17 +79,10 @@ impl Posterior for ChainWindow {
         options: &PredictOptions,
     ) -> bdl_inference::Result<Predictive> {
         options.validate()?;
-        let x = x.to_dtype(self.draws.dtype())?;
-        bdl_inference::mixture(self.iterations.len(), |s| {
-            let f = bdl_inference::forward_batched(
-                &self.network,
-                &self.draws.get(s)?,
-                &x,
-                options.batch_size,
-                None,
-            )?;
-            Ok(self.likelihood.point_predictive(&f)?)
-        })
+        self.predictor
+            .weight_mixture(x, options.batch_size, self.iterations.len(), |s| {
+                Ok(self.draws.get(s)?)
+            })
     }
 
     /// `n` draws picked uniformly with replacement from the stream of `seed`.
@@ -112,8 +98,7 @@ impl Posterior for ChainWindow {
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
         let header = Header {
             kind: KIND,
-            network: &self.network,
-            likelihood: self.likelihood,
+            predictor: &self.predictor,
             seed: None,
             config: &self.iterations,
         };
@@ -122,14 +107,11 @@ impl Posterior for ChainWindow {
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
         let mut saved = checkpoint::load::<Vec<u64>>(path, KIND)?;
-        let shape = [saved.config.len(), saved.network.layout().len()];
+        let shape = [saved.config.len(), saved.n_params()];
         let draws = saved.tensor("draws", &shape)?;
-        Ok(Self::new(
-            saved.network,
-            saved.likelihood,
-            draws,
-            saved.config,
-        )?)
+        let network = saved.predictor.network().clone();
+        let likelihood = saved.predictor.likelihood();
+        Ok(Self::new(network, likelihood, draws, saved.config)?)
     }
 }
 

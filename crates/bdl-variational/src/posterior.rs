@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{Posterior, PredictOptions, Validate};
+use bdl_inference::{Posterior, PredictOptions, Predictor, Validate};
 use bdl_likelihoods::{Likelihood, Predictive};
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
@@ -74,8 +74,7 @@ impl DiagGaussian {
 /// `options.seed`, in the dtype of the network's computation (that of the inputs).
 #[derive(Clone, Debug)]
 pub struct MeanField {
-    network: Network,
-    likelihood: Likelihood,
+    predictor: Predictor,
     q: DiagGaussian,
     method: Method,
 }
@@ -88,7 +87,6 @@ impl MeanField {
         q: DiagGaussian,
         method: Method,
     ) -> Result<Self> {
-        likelihood.check()?;
         let d = network.layout().len();
         bdl_inference::require(
             q.mean.len() == d && q.var.len() == d,
@@ -104,8 +102,7 @@ impl MeanField {
             "finite means and variances >= 0 (0: a weight at its mean)",
         )?;
         Ok(Self {
-            network,
-            likelihood,
+            predictor: Predictor::new(network, likelihood)?,
             q,
             method,
         })
@@ -129,12 +126,8 @@ impl Posterior for MeanField {
         self.method.name()
     }
 
-    fn network(&self) -> &Network {
-        &self.network
-    }
-
-    fn likelihood(&self) -> Likelihood {
-        self.likelihood
+    fn predictor(&self) -> &Predictor {
+        &self.predictor
     }
 
     fn predictive(
@@ -143,12 +136,10 @@ impl Posterior for MeanField {
         options: &PredictOptions,
     ) -> bdl_inference::Result<Predictive> {
         options.validate()?;
-        bdl_inference::mixture(options.samples, |s| {
-            let theta = self.q.draw(s, options.seed, x.dtype(), x.device())?;
-            let f =
-                bdl_inference::forward_batched(&self.network, &theta, x, options.batch_size, None)?;
-            Ok(self.likelihood.point_predictive(&f)?)
-        })
+        self.predictor
+            .weight_mixture(x, options.batch_size, options.samples, |s| {
+                Ok(self.q.draw(s, options.seed, x.dtype(), x.device())?)
+            })
     }
 
     fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
@@ -158,8 +149,7 @@ impl Posterior for MeanField {
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
         let header = Header {
             kind: KIND,
-            network: &self.network,
-            likelihood: self.likelihood,
+            predictor: &self.predictor,
             seed: None,
             config: &self.method,
         };
@@ -172,11 +162,13 @@ impl Posterior for MeanField {
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
         let mut saved = checkpoint::load::<Method>(path, KIND)?;
-        let d = saved.network.layout().len();
+        let d = saved.n_params();
         let q = DiagGaussian {
             mean: saved.vector("mean", d)?,
             var: saved.vector("var", d)?,
         };
-        Ok(Self::new(saved.network, saved.likelihood, q, saved.config)?)
+        let network = saved.predictor.network().clone();
+        let likelihood = saved.predictor.likelihood();
+        Ok(Self::new(network, likelihood, q, saved.config)?)
     }
 }
