@@ -410,7 +410,7 @@ fn train_and_score(
 }
 
 /// Runs the experiment: the fits side by side, one thread each
-/// ([`side_by_side`](crate::concurrency::side_by_side)).
+/// ([`side_by_side`]).
 fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile);
     let grid = settings.grid();

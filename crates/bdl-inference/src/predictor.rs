@@ -66,7 +66,7 @@ impl Predictor {
     }
 
     /// The Monte Carlo predictive (1/S) Σ_s p(y | f(x; θ_s)) of the S parameter vectors
-    /// θ_s = `draw(s)`, through [`mixture`] (parallel, thread-count independent). `x` is cast
+    /// θ_s = `draw(s)`, through [`mixture()`] (parallel, thread-count independent). `x` is cast
     /// to the draws' dtype.
     pub fn weight_mixture(
         &self,

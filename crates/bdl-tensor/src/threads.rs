@@ -11,9 +11,14 @@
 //! product by output blocks (each entry's sum runs in the same order whatever the split), and
 //! the `thread_counts` tests of the inference crates compare fits at 1 and 2 threads bit for
 //! bit. Small models run fastest on one thread per model (a threaded product of a tiny matrix
-//! costs more than it gains); take the parallelism from independent runs instead. Candle also
-//! reads `RAYON_NUM_THREADS` from the environment to decide how many blocks to cut a product
-//! into; bdl never writes it (set it when launching a program if you want to).
+//! costs more than it gains); take the parallelism from independent runs instead.
+//!
+//! **Set `RAYON_NUM_THREADS` when launching a program that does many small products.** Candle
+//! reads it at every matrix product to decide how many blocks to cut the product into, and when
+//! it is unset it reads `/proc/cpuinfo` again at every product instead, which costs more than a
+//! small product itself (measured: `vadam-uci`'s quick profile 5× slower). Its value only
+//! changes how products are split, not their results. bdl never writes the environment of a
+//! running process (that is unsafe); `cargo xtask` runs itself again with the variable set.
 
 use std::sync::Arc;
 
