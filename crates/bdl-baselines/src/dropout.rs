@@ -2,8 +2,7 @@
 
 use std::path::Path;
 
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Predictor, Validate};
-use bdl_likelihoods::Predictive;
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid};
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
@@ -61,12 +60,7 @@ impl Posterior for McDropout {
         self.map.predictor()
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
-        options.validate()?;
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         bdl_inference::mixture(options.samples, |s| {
             let mut masks = options.seed.index(s as u64).rng();
             let f = bdl_inference::forward_batched(
@@ -98,6 +92,7 @@ impl Posterior for McDropout {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bdl_inference::Validate;
     use bdl_inference::{MapConfig, MapFit, train_map};
     use bdl_likelihoods::Likelihood;
     use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};

@@ -4,10 +4,10 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    Holdout, InvalidParam, MapConfig, MapEstimate, MapFit, Posterior, PredictOptions, Predictor,
-    Valid, Validate, at_least_one, paired_rows, train_map_on,
+    Holdout, InvalidParam, MapConfig, MapEstimate, MapFit, Posterior, PredictOptions, Prediction,
+    Predictor, Valid, Validate, at_least_one, paired_rows, train_map_on,
 };
-use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_likelihoods::Likelihood;
 use bdl_models::Network;
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -112,12 +112,7 @@ impl Posterior for Ensemble {
         self.members[0].predictor()
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
-        options.validate()?;
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         bdl_inference::mixture(self.members.len(), |m| {
             self.members[m].predictive(x, options)
         })

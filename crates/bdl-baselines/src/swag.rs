@@ -7,10 +7,10 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    InvalidParam, MinibatchLoop, Optimizer, Posterior, PredictOptions, Predictor, Trainer, Valid,
-    Validate, at_least_one,
+    InvalidParam, MinibatchLoop, Optimizer, Posterior, PredictOptions, Prediction, Predictor,
+    Trainer, Valid, Validate, at_least_one,
 };
-use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::{ChaCha8Rng, Seed};
 use candle_core::{DType, Device, Tensor};
@@ -366,12 +366,7 @@ impl Posterior for SwagPosterior {
         &self.predictor
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
-        options.validate()?;
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         self.predictor
             .weight_mixture(x, options.batch_size, options.samples, |s| {
                 let mut rng = options.seed.index(s as u64).rng();
@@ -546,6 +541,7 @@ pub fn train_swag(
 mod tests {
     use super::*;
     use bdl_inference::rows;
+    use bdl_likelihoods::Predictive;
     use bdl_models::{Activation, Mlp, MlpSpec};
 
     fn snapshot(v: &[f64]) -> Tensor {

@@ -46,7 +46,7 @@ use serde::Serialize;
 use crate::claim::{Claim, Verdict};
 use crate::concurrency::side_by_side;
 use crate::gibbs_xor::{ChainProgress, accuracy, list, summarise};
-use crate::{Context, Experiment, Outcome, Profile};
+use crate::{Context, Entry, Outcome, Profile};
 
 const WIDTHS: &[usize] = &[784, 10, 10, 10, 10];
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };
@@ -57,22 +57,12 @@ const COLLAPSED: f64 = 0.01;
 const NON_VANISHING: f64 = 0.05;
 
 /// The experiment.
-pub(crate) struct GibbsMnist;
-
-impl Experiment for GibbsMnist {
-    fn name(&self) -> &'static str {
-        "gibbs-mnist"
-    }
-
-    fn reproduces(&self) -> &'static str {
-        "Papamarkou (2023), MNIST: minibatch blocked Gibbs for MLP(784, 10, 10, 10, 10) at \
-         several batch sizes, chain length, node against layer blocks"
-    }
-
-    fn run(&self, ctx: &Context) -> Result<Outcome> {
-        run(ctx)
-    }
-}
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "gibbs-mnist",
+    reproduces: "Papamarkou (2023), MNIST: minibatch blocked Gibbs for MLP(784, 10, 10, 10, 10) at \
+     several batch sizes, chain length, node against layer blocks",
+    run,
+};
 
 /// The settings of a profile.
 #[derive(Debug, Serialize)]

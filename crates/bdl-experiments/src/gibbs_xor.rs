@@ -40,7 +40,7 @@ use indicatif::ProgressBar;
 use serde::Serialize;
 
 use crate::claim::{Claim, Verdict};
-use crate::{Context, Experiment, Outcome, Profile};
+use crate::{Context, Entry, Outcome, Profile};
 
 /// The proposal variance of minibatch sampling (and of the blocking comparison).
 const MINIBATCH_VARIANCE: f64 = 0.04;
@@ -58,22 +58,12 @@ const DEEP: &[usize] = &[2, 2, 2, 2, 2, 2, 2, 1];
 const WIDE: &[usize] = &[2, 50, 50, 1];
 
 /// The experiment.
-pub(crate) struct GibbsXor;
-
-impl Experiment for GibbsXor {
-    fn name(&self) -> &'static str {
-        "gibbs-xor"
-    }
-
-    fn reproduces(&self) -> &'static str {
-        "Papamarkou (2023), noisy XOR: minibatch against exact blocked Gibbs, node against layer \
-         blocks, acceptance by depth"
-    }
-
-    fn run(&self, ctx: &Context) -> Result<Outcome> {
-        run(ctx)
-    }
-}
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "gibbs-xor",
+    reproduces: "Papamarkou (2023), noisy XOR: minibatch against exact blocked Gibbs, node against layer \
+     blocks, acceptance by depth",
+    run,
+};
 
 /// The settings of a profile.
 #[derive(Debug, Serialize)]

@@ -24,26 +24,16 @@ use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
 use crate::claim::{self, Claim, Verdict};
-use crate::{Context, Experiment, Outcome, Profile};
+use crate::{Context, Entry, Outcome, Profile};
 
 const LAMBDA: f64 = 3.0;
 
 /// The experiment.
-pub(crate) struct LaplaceToy;
-
-impl Experiment for LaplaceToy {
-    fn name(&self) -> &'static str {
-        "laplace-toy"
-    }
-
-    fn reproduces(&self) -> &'static str {
-        "Daxberger et al. (2021) Fig. 1: subnetwork Laplace on the 1-D two-cluster regression"
-    }
-
-    fn run(&self, ctx: &Context) -> Result<Outcome> {
-        run(ctx)
-    }
-}
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "laplace-toy",
+    reproduces: "Daxberger et al. (2021) Fig. 1: subnetwork Laplace on the 1-D two-cluster regression",
+    run,
+};
 
 /// The settings of a profile.
 #[derive(Debug, Serialize)]

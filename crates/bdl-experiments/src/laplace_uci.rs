@@ -30,24 +30,14 @@ use serde::Serialize;
 
 use crate::claim::{self, Claim};
 use crate::concurrency::side_by_side;
-use crate::{Context, Experiment, Outcome, Profile};
+use crate::{Context, Entry, Outcome, Profile};
 
 /// The experiment.
-pub(crate) struct LaplaceUci;
-
-impl Experiment for LaplaceUci {
-    fn name(&self) -> &'static str {
-        "laplace-uci"
-    }
-
-    fn reproduces(&self) -> &'static str {
-        "Daxberger et al. (2021) §5.2: a large model's subnetwork Laplace against small models' full Laplace on UCI"
-    }
-
-    fn run(&self, ctx: &Context) -> Result<Outcome> {
-        run(ctx)
-    }
-}
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "laplace-uci",
+    reproduces: "Daxberger et al. (2021) §5.2: a large model's subnetwork Laplace against small models' full Laplace on UCI",
+    run,
+};
 
 /// Candidate prior precisions for the validation search: 10^-2 … 10^3.
 const LAMBDAS: [f64; 11] = [

@@ -114,15 +114,41 @@ pub trait Experiment: Sync {
     fn run(&self, ctx: &Context) -> Result<Outcome>;
 }
 
+/// An experiment given by its name, what it reproduces and its run: how the workspace's own
+/// experiments register (each module holds one `EXPERIMENT`).
+#[derive(Clone, Copy)]
+pub struct Entry {
+    /// The name, as `cargo xtask reproduce NAME` spells it.
+    pub name: &'static str,
+    /// One line: the paper and what of it this reproduces.
+    pub reproduces: &'static str,
+    /// The run.
+    pub run: fn(&Context) -> Result<Outcome>,
+}
+
+impl Experiment for Entry {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+
+    fn reproduces(&self) -> &'static str {
+        self.reproduces
+    }
+
+    fn run(&self, ctx: &Context) -> Result<Outcome> {
+        (self.run)(ctx)
+    }
+}
+
 /// Every experiment, in the order `all` runs them.
 pub fn experiments() -> Vec<&'static dyn Experiment> {
     vec![
-        &gibbs_mnist::GibbsMnist,
-        &gibbs_xor::GibbsXor,
-        &laplace_toy::LaplaceToy,
-        &laplace_uci::LaplaceUci,
-        &vadam_blr::VadamBlr,
-        &vadam_uci::VadamUci,
+        &gibbs_mnist::EXPERIMENT,
+        &gibbs_xor::EXPERIMENT,
+        &laplace_toy::EXPERIMENT,
+        &laplace_uci::EXPERIMENT,
+        &vadam_blr::EXPERIMENT,
+        &vadam_uci::EXPERIMENT,
     ]
 }
 

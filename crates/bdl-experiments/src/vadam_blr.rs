@@ -24,25 +24,15 @@ use candle_core::{DType, Tensor};
 use serde::Serialize;
 
 use crate::claim::{self, Claim, Verdict};
-use crate::{Context, Experiment, Outcome, Profile};
+use crate::{Context, Entry, Outcome, Profile};
 
 /// The experiment.
-pub(crate) struct VadamBlr;
-
-impl Experiment for VadamBlr {
-    fn name(&self) -> &'static str {
-        "vadam-blr"
-    }
-
-    fn reproduces(&self) -> &'static str {
-        "Khan et al. (2018) §6.1: Vadam and VOGN against the exact mean-field posterior of a \
-         Bayesian logistic regression on Breast-Cancer"
-    }
-
-    fn run(&self, ctx: &Context) -> Result<Outcome> {
-        run(ctx)
-    }
-}
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "vadam-blr",
+    reproduces: "Khan et al. (2018) §6.1: Vadam and VOGN against the exact mean-field posterior of a \
+     Bayesian logistic regression on Breast-Cancer",
+    run,
+};
 
 /// The settings of a profile.
 #[derive(Debug, Serialize)]

@@ -60,7 +60,7 @@ pub use map::{Holdout, MapConfig, MapFit, Validation, train_map, train_map_on};
 pub use mixture::{forward_batched, mixture};
 pub use optim::{Optimizer, OptimizerState};
 pub use point::MapEstimate;
-pub use posterior::{Link, Posterior, PredictOptions};
+pub use posterior::{Link, Posterior, PredictOptions, Prediction};
 pub use predictor::Predictor;
 pub use train::{Trainer, check_descent, mean_nll};
 pub use valid::{Valid, Validate, at_least_one, non_negative, positive, require, unit_interval};

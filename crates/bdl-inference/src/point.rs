@@ -2,14 +2,13 @@
 
 use std::path::Path;
 
-use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
 use crate::checkpoint::{self, Header};
-use crate::valid::Validate;
-use crate::{Posterior, PredictOptions, Predictor, Result, forward_batched};
+use crate::{Posterior, PredictOptions, Prediction, Predictor, Result, Valid, forward_batched};
 
 /// θ̂ with the network and likelihood it belongs to: the posterior δ(θ − θ̂), whose predictive
 /// is the plug-in p(y* | f(x*; θ̂)) (N(f, σ²), σ(f) or softmax(f); no dropout).
@@ -62,8 +61,7 @@ impl Posterior for MapEstimate {
         &self.predictor
     }
 
-    fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive> {
-        options.validate()?;
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         self.predictor.point(&self.theta, x, options.batch_size)
     }
 

@@ -9,8 +9,11 @@ use bdl_tensor::Seed;
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
-use crate::valid::{Validate, at_least_one};
+use crate::valid::{Valid, Validate, at_least_one};
 use crate::{InvalidParam, Predictor, Result};
+
+/// What a predictive computation returns.
+pub type Prediction = Result<Predictive>;
 
 /// How a Gaussian belief over logits becomes class probabilities (classification only; a
 /// regression predictive ignores it). The Monte Carlo link draws [`PredictOptions::samples`]
@@ -109,8 +112,14 @@ pub trait Posterior: Send + Sync {
         self.predictor().likelihood()
     }
 
-    /// The predictive p(y* | x*, D) at the rows of `x`.
-    fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive>;
+    /// The predictive p(y* | x*, D) at the rows of `x`: checks `options`, then
+    /// [`predict`](Posterior::predict).
+    fn predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive> {
+        self.predict(x, &options.clone().check()?)
+    }
+
+    /// The predictive for checked options (what implementors write).
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction;
 
     /// `n` parameter vectors drawn from the posterior, `[n, D]`; `None` where the posterior is
     /// not a distribution over the weights (MC dropout draws masks, not weights). A point mass

@@ -4,8 +4,7 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Predictor, Valid};
-use bdl_likelihoods::Predictive;
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid};
 use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
@@ -100,11 +99,7 @@ impl Posterior for DiagLaplace {
         self.map.predictor()
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         Ok(self.linearized_predictive(x, options)?)
     }
 

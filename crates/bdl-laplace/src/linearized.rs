@@ -6,7 +6,7 @@
 //! J_Sᵀ ↦ Aᵀ J_Sᵀ (a triangular solve for a Cholesky-factored precision, a row scaling for a
 //! diagonal covariance).
 
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Validate};
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Valid};
 use bdl_likelihoods::{FunctionVariance, Predictive};
 use bdl_models::Model;
 use candle_core::{DType, Device, Tensor};
@@ -63,8 +63,11 @@ pub trait LinearizedPosterior {
     fn f_covariance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor>;
 
     /// The linearized predictive at the rows of `x`.
-    fn linearized_predictive(&self, x: &Tensor, options: &PredictOptions) -> Result<Predictive> {
-        options.validate()?;
+    fn linearized_predictive(
+        &self,
+        x: &Tensor,
+        options: &Valid<PredictOptions>,
+    ) -> Result<Predictive> {
         let map = self.estimate();
         let cov = self.f_covariance(x, options.batch_size)?;
         let mean = map.outputs(x, options.batch_size)?.to_dtype(DType::F64)?;

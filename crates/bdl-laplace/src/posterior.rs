@@ -8,9 +8,9 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    InvalidParam, MapEstimate, Posterior, PredictOptions, Predictor, Valid, Validate, at_least_one,
+    InvalidParam, MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid, Validate,
+    at_least_one,
 };
-use bdl_likelihoods::Predictive;
 use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -307,11 +307,7 @@ impl Posterior for SubnetLaplace {
         self.map.predictor()
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         Ok(self.linearized_predictive(x, options)?)
     }
 

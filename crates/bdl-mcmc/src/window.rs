@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{Posterior, PredictOptions, Predictor, Validate};
-use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_inference::{Posterior, PredictOptions, Prediction, Predictor, Valid};
+use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{Device, Tensor};
@@ -73,12 +73,7 @@ impl Posterior for ChainWindow {
         &self.predictor
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
-        options.validate()?;
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         self.predictor
             .weight_mixture(x, options.batch_size, self.iterations.len(), |s| {
                 Ok(self.draws.get(s)?)
@@ -121,37 +116,34 @@ mod tests {
     use bdl_models::{Activation, Mlp, MlpSpec};
     use candle_core::DType;
 
-    /// The window's predictive is the average of the per-draw predictives, for every
-    /// likelihood, with S spanning several groups (f64 sums of ≤ 40 probabilities: 1e-14).
+    /// The window's predictive is the mixture of its draws' point predictives, all S of them
+    /// whatever `options.samples` says, bit for bit (the same components in the same order).
     #[test]
-    fn predictive_averages_the_draws() {
+    fn predictive_is_the_mixture_of_all_draws() {
         let dev = Device::Cpu;
         let x = bdl_tensor::normal(&mut Seed(1).rng(), (7, 3), 0.0, 1.0, DType::F64, &dev).unwrap();
-        for (lik, k) in [
-            (Likelihood::Bernoulli, 1),
-            (Likelihood::Categorical { classes: 4 }, 4),
-            (Likelihood::Gaussian { sigma: 0.3 }, 2),
-        ] {
-            let net = Network::from(Mlp::new(MlpSpec::new(&[3, 5, k], Activation::Tanh)).unwrap());
-            let d = net.layout().len();
-            let draws = bdl_tensor::normal(&mut Seed(2).rng(), (37, d), 0.0, 1.0, DType::F64, &dev)
-                .unwrap();
-            let window =
-                ChainWindow::new(net.clone(), lik, draws.clone(), (0..37).collect()).unwrap();
-            let pred = window.predictive(&x, &PredictOptions::default()).unwrap();
-            let each: Vec<Predictive> = (0..37)
-                .map(|s| {
-                    let f = net.forward(&draws.get(s).unwrap(), &x).unwrap();
-                    lik.point_predictive(&f).unwrap()
-                })
-                .collect();
-            let reference = Predictive::mixture(&each).unwrap();
-            let (a, b) = (pred.mean().unwrap(), reference.mean().unwrap());
-            let diff = (a - b).unwrap().abs().unwrap().max_all().unwrap();
-            assert!(diff.to_scalar::<f64>().unwrap() < 1e-14, "{lik:?}");
-        }
-        let net = Network::from(Mlp::new(MlpSpec::new(&[3, 1], Activation::Identity)).unwrap());
-        let none = Tensor::zeros((0, 4), DType::F64, &dev).unwrap();
-        assert!(ChainWindow::new(net, Likelihood::Bernoulli, none, vec![]).is_err());
+        let lik = Likelihood::Categorical { classes: 4 };
+        let net = Network::from(Mlp::new(MlpSpec::new(&[3, 5, 4], Activation::Tanh)).unwrap());
+        let d = net.layout().len();
+        let draws =
+            bdl_tensor::normal(&mut Seed(2).rng(), (37, d), 0.0, 1.0, DType::F64, &dev).unwrap();
+        let window = ChainWindow::new(net.clone(), lik, draws.clone(), (0..37).collect()).unwrap();
+        let options = PredictOptions {
+            samples: 3,
+            ..PredictOptions::default()
+        };
+        let ours = window.predictive(&x, &options).unwrap().probs().unwrap();
+        let reference = bdl_inference::mixture(37, |s| {
+            Ok(lik.point_predictive(&net.forward(&draws.get(s)?, &x)?)?)
+        })
+        .unwrap()
+        .probs()
+        .unwrap();
+        assert_eq!(
+            bdl_tensor::to_f64_vec(&ours).unwrap(),
+            bdl_tensor::to_f64_vec(&reference).unwrap()
+        );
+        let none = Tensor::zeros((0, d), DType::F64, &dev).unwrap();
+        assert!(ChainWindow::new(net, lik, none, vec![]).is_err());
     }
 }

@@ -4,8 +4,8 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{Posterior, PredictOptions, Predictor, Validate};
-use bdl_likelihoods::{Likelihood, Predictive};
+use bdl_inference::{Posterior, PredictOptions, Prediction, Predictor, Valid};
+use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -130,12 +130,7 @@ impl Posterior for MeanField {
         &self.predictor
     }
 
-    fn predictive(
-        &self,
-        x: &Tensor,
-        options: &PredictOptions,
-    ) -> bdl_inference::Result<Predictive> {
-        options.validate()?;
+    fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         self.predictor
             .weight_mixture(x, options.batch_size, options.samples, |s| {
                 Ok(self.q.draw(s, options.seed, x.dtype(), x.device())?)
