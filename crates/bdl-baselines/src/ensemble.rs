@@ -128,31 +128,50 @@ impl Posterior for Ensemble {
         Ok(Some(self.stacked()?.index_select(&index, 0)?))
     }
 
+    /// Saves the members' parameters; the sidecar lists each member's likelihood and seed.
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
-        let likelihoods: Vec<Likelihood> = self.members.iter().map(|m| m.likelihood()).collect();
+        let members: Vec<SavedMember> = self
+            .members
+            .iter()
+            .map(|m| SavedMember {
+                likelihood: m.likelihood(),
+                seed: m.seed(),
+            })
+            .collect();
         let header = Header {
             kind: KIND,
             predictor: self.predictor(),
             seed: None,
-            config: &likelihoods,
+            config: &members,
         };
         checkpoint::save(path, &header, vec![("members", self.stacked()?)])
     }
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
-        let mut saved = checkpoint::load::<Vec<Likelihood>>(path, KIND)?;
+        let mut saved = checkpoint::load::<Vec<SavedMember>>(path, KIND)?;
         let thetas = saved.tensor("members", &[saved.config.len(), saved.n_params()])?;
         let members = saved
             .config
             .iter()
             .enumerate()
-            .map(|(i, lik)| {
-                let predictor = saved.predictor.with_likelihood(*lik)?;
-                MapEstimate::of(predictor, thetas.get(i)?)
+            .map(|(i, member)| {
+                let predictor = saved.predictor.with_likelihood(member.likelihood)?;
+                let map = MapEstimate::of(predictor, thetas.get(i)?)?;
+                Ok(match member.seed {
+                    Some(seed) => map.with_seed(seed),
+                    None => map,
+                })
             })
             .collect::<bdl_inference::Result<Vec<_>>>()?;
         Ok(Self::new(members)?)
     }
+}
+
+/// A member as the sidecar records it.
+#[derive(Serialize, Deserialize)]
+struct SavedMember {
+    likelihood: Likelihood,
+    seed: Option<Seed>,
 }
 
 impl Ensemble {

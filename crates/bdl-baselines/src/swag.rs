@@ -297,6 +297,7 @@ pub struct SwagPosterior {
     predictor: Predictor,
     swag: Swag,
     covariance: SwagCovariance,
+    seed: Option<Seed>,
 }
 
 impl SwagPosterior {
@@ -319,7 +320,15 @@ impl SwagPosterior {
             predictor: Predictor::new(network, likelihood)?,
             swag,
             covariance,
+            seed: None,
         })
+    }
+
+    /// The same posterior, recording the seed of the run that collected it (saved in its
+    /// sidecar).
+    pub fn with_seed(mut self, seed: Seed) -> Self {
+        self.seed = Some(seed);
+        self
     }
 
     /// The moments.
@@ -334,12 +343,11 @@ impl SwagPosterior {
 
     /// The same moments with the other covariance.
     pub fn with_covariance(&self, covariance: SwagCovariance) -> Result<Self> {
-        Self::new(
-            self.predictor.network().clone(),
-            self.predictor.likelihood(),
-            self.swag.clone(),
+        self.swag.check(covariance)?;
+        Ok(Self {
             covariance,
-        )
+            ..self.clone()
+        })
     }
 }
 
@@ -408,7 +416,7 @@ impl Posterior for SwagPosterior {
         let header = Header {
             kind: KIND,
             predictor: &self.predictor,
-            seed: None,
+            seed: self.seed,
             config: &state,
         };
         checkpoint::save(path, &header, tensors)
@@ -436,12 +444,16 @@ impl Posterior for SwagPosterior {
             rank,
             like: Some((dtype, Device::Cpu)),
         };
-        Ok(Self::new(
+        let posterior = Self::new(
             saved.predictor.network().clone(),
             saved.predictor.likelihood(),
             swag,
             covariance,
-        )?)
+        )?;
+        Ok(Self {
+            seed: saved.seed,
+            ..posterior
+        })
     }
 }
 
@@ -532,7 +544,8 @@ pub fn train_swag(
         }
     }
     Ok(SwagFit {
-        posterior: SwagPosterior::new(network.clone(), likelihood, swag, config.covariance)?,
+        posterior: SwagPosterior::new(network.clone(), likelihood, swag, config.covariance)?
+            .with_seed(config.seed),
         losses,
     })
 }

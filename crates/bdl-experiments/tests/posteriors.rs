@@ -235,6 +235,28 @@ fn every_posterior_saves_loads_and_predicts_the_same_bits() {
         assert_eq!(posterior.method(), method);
         let path = dir.join(format!("{}.safetensors", method.replace(' ', "-")));
         posterior.save(&path).unwrap();
+        // The sidecar records the network, its layout, the likelihood, the method's
+        // configuration, the version and the fit's seed (an ensemble's are its members').
+        let sidecar: serde_json::Value = bdl_tensor::read_sidecar(&path).unwrap();
+        for key in [
+            "format",
+            "kind",
+            "version",
+            "network",
+            "layout",
+            "likelihood",
+            "config",
+        ] {
+            assert!(
+                !sidecar[key].is_null(),
+                "{method}: no `{key}` in the sidecar"
+            );
+        }
+        assert_eq!(
+            sidecar["seed"].is_null(),
+            method == "deep ensemble",
+            "{method}: seed"
+        );
         let back = load(method, &path);
         assert_eq!(back.method(), method);
         assert_eq!(

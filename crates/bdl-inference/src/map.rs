@@ -226,6 +226,7 @@ pub fn train_map_on(
             Some((rows(x, &h.held_out)?, rows(y, &h.held_out)?)),
         ),
     };
+    let seed = stream;
     let stream = stream.fork("map");
     let data = MinibatchLoop::new(&x_train, &y_train, config.batch_size, stream)?;
     let mut trainer = Trainer::new(
@@ -270,7 +271,9 @@ pub fn train_map_on(
         _ => (trainer.theta()?, trainer.likelihood(), None),
     };
     Ok(MapFit {
-        estimate: MapEstimate::new(network.clone(), theta, likelihood)?,
+        estimate: MapEstimate::new(network.clone(), theta, likelihood)?
+            .with_seed(seed)
+            .with_training((**config).clone()),
         losses,
         validation,
     })

@@ -8,7 +8,9 @@ use bdl_tensor::Seed;
 use candle_core::Tensor;
 
 use crate::checkpoint::{self, Header};
-use crate::{Posterior, PredictOptions, Prediction, Predictor, Result, Valid, forward_batched};
+use crate::{
+    MapConfig, Posterior, PredictOptions, Prediction, Predictor, Result, Valid, forward_batched,
+};
 
 /// θ̂ with the network and likelihood it belongs to: the posterior δ(θ − θ̂), whose predictive
 /// is the plug-in p(y* | f(x*; θ̂)) (N(f, σ²), σ(f) or softmax(f); no dropout).
@@ -16,6 +18,9 @@ use crate::{Posterior, PredictOptions, Prediction, Predictor, Result, Valid, for
 pub struct MapEstimate {
     predictor: Predictor,
     theta: Tensor,
+    seed: Option<Seed>,
+    /// How it was trained, when it was (saved in the sidecar).
+    training: Option<MapConfig>,
 }
 
 impl MapEstimate {
@@ -28,7 +33,35 @@ impl MapEstimate {
     pub fn of(predictor: Predictor, theta: Tensor) -> Result<Self> {
         predictor.network().layout().check_flat(&theta)?;
         bdl_tensor::check_finite(&theta, "θ̂")?;
-        Ok(Self { predictor, theta })
+        Ok(Self {
+            predictor,
+            theta,
+            seed: None,
+            training: None,
+        })
+    }
+
+    /// The same estimate, recording the seed it was trained with (saved in its sidecar).
+    pub fn with_seed(mut self, seed: Seed) -> Self {
+        self.seed = Some(seed);
+        self
+    }
+
+    /// The same estimate, recording the configuration it was trained with (saved in its
+    /// sidecar).
+    pub fn with_training(mut self, config: MapConfig) -> Self {
+        self.training = Some(config);
+        self
+    }
+
+    /// The configuration it was trained with, when known.
+    pub fn training(&self) -> Option<&MapConfig> {
+        self.training.as_ref()
+    }
+
+    /// The seed it was trained with, when known.
+    pub fn seed(&self) -> Option<Seed> {
+        self.seed
     }
 
     /// θ̂, in the compute dtype.
@@ -38,10 +71,13 @@ impl MapEstimate {
 
     /// The same θ̂ under another likelihood (a σ tuned after training).
     pub fn with_likelihood(&self, likelihood: Likelihood) -> Result<Self> {
-        Self::of(
+        let mut map = Self::of(
             self.predictor.with_likelihood(likelihood)?,
             self.theta.clone(),
-        )
+        )?;
+        map.seed = self.seed;
+        map.training = self.training.clone();
+        Ok(map)
     }
 
     /// f(x; θ̂), `[N, K]`, in batches of `batch_size` rows.
@@ -79,15 +115,18 @@ impl Posterior for MapEstimate {
         let header = Header {
             kind: KIND,
             predictor: &self.predictor,
-            seed: None,
-            config: &(),
+            seed: self.seed,
+            config: &self.training,
         };
         checkpoint::save(path, &header, vec![("theta", self.theta.clone())])
     }
 
     fn load(path: &Path) -> Result<Self> {
-        let mut saved = checkpoint::load::<()>(path, KIND)?;
+        let mut saved = checkpoint::load::<Option<MapConfig>>(path, KIND)?;
         let theta = saved.params("theta")?;
-        Self::of(saved.predictor, theta)
+        let mut map = Self::of(saved.predictor, theta)?;
+        map.seed = saved.seed;
+        map.training = saved.config;
+        Ok(map)
     }
 }

@@ -136,7 +136,7 @@ impl Posterior for DiagLaplace {
         let header = Header {
             kind: KIND,
             predictor: self.map.predictor(),
-            seed: None,
+            seed: self.map.seed(),
             config: &self.config,
         };
         let tensors = vec![
@@ -154,7 +154,10 @@ impl Posterior for DiagLaplace {
         let d = saved.n_params();
         let theta = saved.params("theta")?;
         let h = saved.vector("ggn_diagonal", d)?;
-        let map = MapEstimate::of(saved.predictor, theta)?;
+        let mut map = MapEstimate::of(saved.predictor, theta)?;
+        if let Some(seed) = saved.seed {
+            map = map.with_seed(seed);
+        }
         Ok(Self::from_ggn_diagonal(map, h, &saved.config)?)
     }
 }

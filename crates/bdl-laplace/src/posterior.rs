@@ -329,7 +329,7 @@ impl Posterior for SubnetLaplace {
         let header = Header {
             kind: KIND,
             predictor: self.map.predictor(),
-            seed: None,
+            seed: self.map.seed(),
             config: &self.config,
         };
         checkpoint::save(path, &header, tensors)
@@ -342,7 +342,10 @@ impl Posterior for SubnetLaplace {
         let subset = saved.indices("subset", d)?;
         let s = subset.len();
         let ggn = bdl_tensor::to_mat(&saved.tensor("ggn", &[s, s])?)?;
-        let map = MapEstimate::of(saved.predictor, theta)?;
+        let mut map = MapEstimate::of(saved.predictor, theta)?;
+        if let Some(seed) = saved.seed {
+            map = map.with_seed(seed);
+        }
         Ok(Self::from_ggn(map, subset, ggn, &saved.config)?)
     }
 }

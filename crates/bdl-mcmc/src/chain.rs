@@ -444,12 +444,13 @@ impl Chain {
             )
             .into());
         }
-        ChainWindow::new(
+        Ok(ChainWindow::new(
             Mlp::new(self.manifest.mlp.clone())?.into(),
             self.manifest.likelihood,
             draws.params,
             draws.iterations,
-        )
+        )?
+        .with_seed(self.manifest.config.seed))
     }
 
     /// The acceptance counts of the chunks that start at or after iteration `from` (the paper

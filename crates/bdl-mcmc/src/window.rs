@@ -27,6 +27,7 @@ pub struct ChainWindow {
     predictor: Predictor,
     draws: Tensor,
     iterations: Vec<u64>,
+    seed: Option<Seed>,
 }
 
 impl ChainWindow {
@@ -48,7 +49,14 @@ impl ChainWindow {
             predictor: Predictor::new(network, likelihood)?,
             draws,
             iterations,
+            seed: None,
         })
+    }
+
+    /// The same window, recording the seed of the chains it comes from (saved in its sidecar).
+    pub fn with_seed(mut self, seed: Seed) -> Self {
+        self.seed = Some(seed);
+        self
     }
 
     /// The draws, `[S, D]`, in the chain's dtype.
@@ -94,7 +102,7 @@ impl Posterior for ChainWindow {
         let header = Header {
             kind: KIND,
             predictor: &self.predictor,
-            seed: None,
+            seed: self.seed,
             config: &self.iterations,
         };
         checkpoint::save(path, &header, vec![("draws", self.draws.clone())])
@@ -106,7 +114,11 @@ impl Posterior for ChainWindow {
         let draws = saved.tensor("draws", &shape)?;
         let network = saved.predictor.network().clone();
         let likelihood = saved.predictor.likelihood();
-        Ok(Self::new(network, likelihood, draws, saved.config)?)
+        let window = Self::new(network, likelihood, draws, saved.config)?;
+        Ok(Self {
+            seed: saved.seed,
+            ..window
+        })
     }
 }
 

@@ -11,7 +11,7 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use rand_distr::{Distribution, StandardNormal};
 
-use crate::{Method, Result};
+use crate::{Result, VariationalConfig};
 
 /// A diagonal Gaussian over the D parameters.
 #[derive(Clone, Debug, PartialEq)]
@@ -69,23 +69,24 @@ impl DiagGaussian {
 }
 
 /// A variational posterior: q(θ) with the network and likelihood it predicts with and the
-/// method that fitted it. Its predictive is the Monte Carlo mixture
+/// configuration that fitted it. Its predictive is the Monte Carlo mixture
 /// (1/S) Σ_s p(y | f(x; θ_s)) over the draws θ_s of [`DiagGaussian::draw`] with
 /// `options.seed`, in the dtype of the network's computation (that of the inputs).
 #[derive(Clone, Debug)]
 pub struct MeanField {
     predictor: Predictor,
     q: DiagGaussian,
-    method: Method,
+    config: VariationalConfig,
 }
 
 impl MeanField {
-    /// q (with one mean and variance per parameter of `network`) fitted by `method`.
+    /// q (with one mean and variance per parameter of `network`) fitted with `config` (its
+    /// method, hyper-parameters and seed; saved in the sidecar).
     pub fn new(
         network: Network,
         likelihood: Likelihood,
         q: DiagGaussian,
-        method: Method,
+        config: VariationalConfig,
     ) -> Result<Self> {
         let d = network.layout().len();
         bdl_inference::require(
@@ -104,7 +105,7 @@ impl MeanField {
         Ok(Self {
             predictor: Predictor::new(network, likelihood)?,
             q,
-            method,
+            config,
         })
     }
 
@@ -113,9 +114,9 @@ impl MeanField {
         &self.q
     }
 
-    /// The method and its hyper-parameters.
-    pub fn fitted_by(&self) -> &Method {
-        &self.method
+    /// The configuration it was fitted with.
+    pub fn config(&self) -> &VariationalConfig {
+        &self.config
     }
 }
 
@@ -123,7 +124,7 @@ const KIND: &str = "mean-field";
 
 impl Posterior for MeanField {
     fn method(&self) -> &str {
-        self.method.name()
+        self.config.method.name()
     }
 
     fn predictor(&self) -> &Predictor {
@@ -145,8 +146,8 @@ impl Posterior for MeanField {
         let header = Header {
             kind: KIND,
             predictor: &self.predictor,
-            seed: None,
-            config: &self.method,
+            seed: Some(self.config.seed),
+            config: &self.config,
         };
         let tensors = vec![
             ("mean", checkpoint::vector_tensor(&self.q.mean)?),
@@ -156,7 +157,7 @@ impl Posterior for MeanField {
     }
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
-        let mut saved = checkpoint::load::<Method>(path, KIND)?;
+        let mut saved = checkpoint::load::<VariationalConfig>(path, KIND)?;
         let d = saved.n_params();
         let q = DiagGaussian {
             mean: saved.vector("mean", d)?,

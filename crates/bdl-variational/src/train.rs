@@ -149,7 +149,7 @@ pub fn fit_monitored(
             network.clone(),
             likelihood,
             state.posterior(),
-            config.method.clone(),
+            (**config).clone(),
         )
     };
     for epoch in 0..config.epochs {
