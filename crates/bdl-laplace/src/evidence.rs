@@ -16,7 +16,8 @@ use bdl_inference::{InvalidParam, MapEstimate, Optimizer, OptimizerState, Poster
 use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood};
 use bdl_models::Model;
 use candle_core::{DType, Tensor};
-use faer::{Mat, Side};
+use faer::Mat;
+use faer::diag::Diag;
 
 use crate::{Error, LaplaceConfig, PriorPrecision, Result, SubnetLaplace};
 
@@ -79,22 +80,14 @@ impl Evidence {
             }
         };
         let g = crate::ggn(model, theta, &unit, x, &subset, batch_size)?;
-        let evd = g
-            .self_adjoint_eigen(Side::Lower)
-            .map_err(|e| Error::Eigendecomposition {
-                size: subset.len(),
-                reason: format!("{e:?}"),
-            })?;
-        let eigenvalues = (0..subset.len())
-            .map(|i| evd.S().column_vector()[i].max(0.0))
-            .collect();
+        let (eigenvalues, eigenvectors) = eigen(&g)?;
         let all: Vec<f64> = theta.to_dtype(DType::F64)?.to_vec1()?;
         Ok(Self {
             map: map.clone(),
             theta_s: subset.iter().map(|&i| all[i]).collect(),
             subset,
             eigenvalues,
-            eigenvectors: evd.U().to_owned(),
+            eigenvectors,
             likelihood: *likelihood,
             residuals,
             log_lik,
@@ -260,6 +253,41 @@ impl Evidence {
         }
         best.ok_or_else(|| InvalidParam::new("candidates", "none", "at least one (λ, σ)").into())
     }
+}
+
+/// G = V diag(g) Vᵀ for the symmetric G (its lower triangle is read), eigenvalues clamped at 0
+/// (G is positive semi-definite; rounding can make the smallest slightly negative).
+///
+/// Computed sequentially: faer's parallel tridiagonalisation adds in another order, so a
+/// threaded decomposition of an s ≥ 500 matrix differs in the last bits between thread counts,
+/// and with it every λ and σ tuned from it. The decomposition is a small part of the tuning's
+/// cost next to the GGN, and results must not depend on the machine.
+fn eigen(g: &Mat<f64>) -> Result<(Vec<f64>, Mat<f64>)> {
+    use faer::dyn_stack::{MemBuffer, MemStack};
+    use faer::linalg::evd::{self, ComputeEigenvectors};
+    let n = g.nrows();
+    let (mut values, mut vectors) = (Diag::<f64>::zeros(n), Mat::<f64>::zeros(n, n));
+    let par = faer::Par::Seq;
+    let mut scratch = MemBuffer::new(evd::self_adjoint_evd_scratch::<f64>(
+        n,
+        ComputeEigenvectors::Yes,
+        par,
+        Default::default(),
+    ));
+    evd::self_adjoint_evd(
+        g.as_ref(),
+        values.as_mut(),
+        Some(vectors.as_mut()),
+        par,
+        MemStack::new(&mut scratch),
+        Default::default(),
+    )
+    .map_err(|e| Error::Eigendecomposition {
+        size: n,
+        reason: format!("{e:?}"),
+    })?;
+    let values = values.column_vector().iter().map(|v| v.max(0.0)).collect();
+    Ok((values, vectors))
 }
 
 /// Validation data projected on the GGN's eigenvectors (see [`Evidence::validation`]).
