@@ -55,6 +55,15 @@ pub enum Error {
         actual: usize,
     },
 
+    /// An IDX image file with a zero dimension: no images, or images without pixels.
+    #[error("{path}: the IDX header declares dimensions {dims:?}: no image data to read")]
+    IdxEmpty {
+        /// The IDX file.
+        path: PathBuf,
+        /// The dimensions written in the header (count first).
+        dims: Vec<usize>,
+    },
+
     /// A cell of a text table is not a number.
     #[error("{path}:{line}: column {column}: cannot parse `{token}` as a number")]
     Parse {

@@ -35,16 +35,24 @@ pub struct Images {
 }
 
 impl Images {
-    /// The pixels of image `i`.
-    pub fn image(&self, i: usize) -> &[u8] {
+    /// The pixels of image `i`, or `None` past the last image.
+    pub fn image(&self, i: usize) -> Option<&[u8]> {
         let size = self.rows * self.cols;
-        &self.pixels[i * size..(i + 1) * size]
+        let start = i.checked_mul(size)?;
+        self.pixels.get(start..start.checked_add(size)?)
     }
 }
 
 /// Reads an IDX image file (`*-images-idx3-ubyte[.gz]`).
 pub fn load_images(path: &Path) -> Result<Images> {
     let (dims, pixels) = parse(path, &read::maybe_gz(path)?, IMAGES_MAGIC)?;
+    if dims.contains(&0) {
+        // No pixels to check the image size against: refuse rather than trust it.
+        return Err(Error::IdxEmpty {
+            path: path.to_path_buf(),
+            dims,
+        });
+    }
     Ok(Images {
         count: dims[0],
         rows: dims[1],
@@ -84,7 +92,8 @@ fn parse(path: &Path, bytes: &[u8], magic: u32) -> Result<(Vec<usize>, Vec<u8>)>
         .map(|i| word(i).map(|d| d as usize))
         .collect::<Option<_>>()
         .ok_or_else(|| too_short(header))?;
-    let expected = dims.iter().product::<usize>();
+    // Saturating: a product past usize::MAX can never match a real file's length.
+    let expected = dims.iter().fold(1usize, |n, &d| n.saturating_mul(d));
     let payload = &bytes[header..];
     if payload.len() != expected {
         return Err(Error::IdxLength {
@@ -135,7 +144,9 @@ mod tests {
         ] {
             let im = load_images(&path).unwrap();
             assert_eq!((im.count, im.rows, im.cols), (2, 2, 3));
-            assert_eq!(im.image(1), [6, 7, 8, 9, 10, 11]);
+            assert_eq!(im.image(1), Some(&[6, 7, 8, 9, 10, 11][..]));
+            assert_eq!(im.image(2), None);
+            assert_eq!(im.image(usize::MAX), None);
         }
         let labels = dir.write("l.gz", gzip(&encode(LABELS_MAGIC, &[3], &[1, 2, 3])));
         assert_eq!(load_labels(&labels).unwrap(), [1, 2, 3]);
@@ -194,5 +205,28 @@ mod tests {
         let err = load_images(&path).unwrap_err();
         assert!(matches!(err, Error::Gzip { .. }), "{err}");
         assert!(err.to_string().contains("t.gz"), "{err}");
+    }
+
+    #[test]
+    fn crafted_headers_are_errors_not_panics_or_huge_allocations() {
+        let dir = Scratch::new("idx-crafted");
+        // Dimensions whose product passes usize::MAX.
+        let overflow = encode(IMAGES_MAGIC, &[u32::MAX, u32::MAX, u32::MAX], &[1, 2, 3]);
+        let err = load_images(&dir.write("o-images-idx3-ubyte", overflow)).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                Error::IdxLength {
+                    expected: usize::MAX,
+                    ..
+                }
+            ),
+            "{err}"
+        );
+        // No images of 30000 × 30000: nothing to check the image size against.
+        let empty = gzip(&encode(IMAGES_MAGIC, &[0, 30_000, 30_000], &[]));
+        let err = load_images(&dir.write("e-images-idx3-ubyte.gz", empty)).unwrap_err();
+        assert!(matches!(err, Error::IdxEmpty { .. }), "{err}");
+        assert!(err.to_string().contains("e-images-idx3-ubyte.gz"), "{err}");
     }
 }

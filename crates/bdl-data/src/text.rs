@@ -70,7 +70,9 @@ pub(crate) fn read_table(path: &Path, delimiter: Delimiter, has_header: bool) ->
             });
         }
         for (j, token) in row.iter().enumerate() {
-            values.push(token.parse::<f64>().map_err(|_| Error::Parse {
+            // Rust parses "NaN" and "inf": a data cell must be a finite number.
+            let value = token.parse::<f64>().ok().filter(|v| v.is_finite());
+            values.push(value.ok_or_else(|| Error::Parse {
                 path: path.to_path_buf(),
                 line: i + 1,
                 column: j + 1,
@@ -176,6 +178,20 @@ mod tests {
             ),
             "{err}"
         );
+    }
+
+    #[test]
+    fn non_finite_cells_name_the_file_line_and_column() {
+        let dir = Scratch::new("text-nan");
+        for cell in ["NaN", "inf", "-inf"] {
+            let path = dir.write("t.txt", format!("1 2\n3 {cell}\n"));
+            let err = read_table(&path, Delimiter::Whitespace, false).unwrap_err();
+            assert!(
+                matches!(&err, Error::Parse { line: 2, column: 2, token, .. } if token == cell),
+                "{err}"
+            );
+            assert!(err.to_string().contains("t.txt:2"), "{err}");
+        }
     }
 
     #[test]

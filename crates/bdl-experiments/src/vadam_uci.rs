@@ -569,20 +569,19 @@ fn run(ctx: &Context) -> Result<Outcome> {
 fn diverged(e: &anyhow::Error) -> bool {
     e.chain().any(|cause| {
         if let Some(e) = cause.downcast_ref::<bdl_inference::Error>() {
-            return matches!(e, bdl_inference::Error::Diverged { .. });
+            return e.is_divergence();
         }
         if let Some(e) = cause.downcast_ref::<bdl_variational::Error>() {
-            return matches!(
-                e,
-                bdl_variational::Error::Diverged { .. }
-                    | bdl_variational::Error::Inference(bdl_inference::Error::Diverged { .. })
-            );
+            return match e {
+                bdl_variational::Error::Diverged { .. } => true,
+                bdl_variational::Error::Inference(e) => e.is_divergence(),
+                _ => false,
+            };
         }
-        if let Some(e) = cause.downcast_ref::<bdl_baselines::Error>() {
-            return matches!(
-                e,
-                bdl_baselines::Error::Inference(bdl_inference::Error::Diverged { .. })
-            );
+        if let Some(bdl_baselines::Error::Inference(e)) =
+            cause.downcast_ref::<bdl_baselines::Error>()
+        {
+            return e.is_divergence();
         }
         false
     })

@@ -85,6 +85,18 @@ pub enum Error {
         loss: f64,
     },
 
+    /// A gradient step made the parameters non-finite.
+    #[error(
+        "training diverged: the parameters became non-finite at epoch {epoch}, step {step} of \
+         the epoch (lower the learning rate, or check the scale of the inputs and targets)"
+    )]
+    NonFiniteStep {
+        /// The epoch (from 0).
+        epoch: usize,
+        /// The minibatch step within the epoch (from 0).
+        step: usize,
+    },
+
     /// The inputs and targets do not describe the same examples.
     #[error("x has {x_rows} rows but y has {y_rows}: inputs and targets must pair up row by row")]
     RowMismatch {
@@ -116,6 +128,14 @@ pub enum Error {
         /// The method crate's error.
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+}
+
+impl Error {
+    /// Whether training diverged (a non-finite loss or a step to non-finite parameters), as
+    /// against bad input: what a hyper-parameter search counts as a lost candidate.
+    pub fn is_divergence(&self) -> bool {
+        matches!(self, Self::Diverged { .. } | Self::NonFiniteStep { .. })
+    }
 }
 
 /// The result type of the shared inference layer.

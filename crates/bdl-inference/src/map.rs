@@ -564,5 +564,19 @@ mod tests {
                 ..
             })
         ));
+        // A step far larger still overflows the parameters inside the first epoch: the error
+        // names the epoch and the step instead of surfacing later as a non-finite output.
+        let wilder = MapConfig {
+            learning_rate: 1e300,
+            batch_size: 10,
+            epochs: 1,
+            optimizer: Optimizer::Sgd { momentum: 0.0 },
+            ..MapConfig::default()
+        };
+        let err = train(&x, &y, &wilder).unwrap_err();
+        assert!(
+            matches!(err, Error::NonFiniteStep { epoch: 0, .. }),
+            "{err}"
+        );
     }
 }

@@ -84,10 +84,16 @@ impl<'a, M: Model> Trainer<'a, M> {
         let epoch = self.epochs;
         self.epochs += 1;
         let data = self.data.clone();
+        let mut step = 0;
         data.epoch(epoch, |xb, yb| {
+            let diverged = Error::NonFiniteStep { epoch, step };
+            step += 1;
             let cache = self
                 .model
                 .forward_cached_with(&theta, xb, Some(&mut self.dropout))?;
+            if bdl_tensor::check_finite(&cache.output, "outputs").is_err() {
+                return Err(diverged);
+            }
             let r = self
                 .likelihood
                 .grad_f(&cache.output, yb)?
@@ -100,6 +106,9 @@ impl<'a, M: Model> Trainer<'a, M> {
                 .map(|(g, t)| g / b + lambda_per_example * t)
                 .collect();
             self.optimizer.step(&mut self.theta, &grad, lr);
+            if self.theta.iter().any(|t| !t.is_finite()) {
+                return Err(diverged);
+            }
             theta = self.theta()?;
             after_step(&theta)
         })

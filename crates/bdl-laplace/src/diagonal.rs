@@ -9,7 +9,7 @@ use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
-use crate::{LaplaceConfig, LinearizedPosterior, Result};
+use crate::{Error, LaplaceConfig, LinearizedPosterior, Result};
 
 /// A diagonal (mean-field) Laplace posterior over every parameter of a MAP estimate.
 #[derive(Clone, Debug)]
@@ -43,6 +43,16 @@ impl DiagLaplace {
         let d = map.network().layout().len();
         let all: Vec<usize> = (0..d).collect();
         let prior = config.prior.for_subset(&all, d, false)?;
+        // A NaN (or infinite) precision is refused as well as a zero one.
+        let positive = |p: f64| p > 0.0 && p.is_finite();
+        if let Some(index) = (0..d).find(|&i| !positive(ggn_diagonal[i] + prior[i])) {
+            return Err(Error::NonPositiveDiagonal {
+                index,
+                precision: ggn_diagonal[index] + prior[index],
+                ggn: ggn_diagonal[index],
+                prior: prior[index],
+            });
+        }
         let variances = crate::selection::diagonal_variances(&ggn_diagonal, &prior);
         Ok(Self {
             map,

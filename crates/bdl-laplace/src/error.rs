@@ -22,6 +22,24 @@ pub enum Error {
         pivot: usize,
     },
 
+    /// A diagonal Laplace precision h_dd + λ_d that is not positive: a parameter without data
+    /// signal (zero GGN diagonal, e.g. a dead ReLU) under a zero prior precision.
+    #[error(
+        "the diagonal posterior precision of parameter {index} is {precision} (GGN diagonal \
+         {ggn}, prior precision {prior}): its variance would be infinite. Parameters without data \
+         signal need a prior precision λ > 0"
+    )]
+    NonPositiveDiagonal {
+        /// The flat parameter index.
+        index: usize,
+        /// h_dd + λ_d.
+        precision: f64,
+        /// h_dd.
+        ggn: f64,
+        /// λ_d.
+        prior: f64,
+    },
+
     /// The eigendecomposition of the GGN did not converge.
     #[error("the eigendecomposition of the {size}×{size} GGN failed: {reason}")]
     Eigendecomposition {

@@ -171,6 +171,16 @@ fn zero_prior_with_dead_units_is_a_clear_error() {
         "{err}"
     );
     assert!(err.to_string().contains("prior precision"), "{err}");
+    // The diagonal Laplace refuses the infinite variances too, naming the first such parameter
+    // (the first-layer weights have a zero GGN diagonal).
+    let err = bdl_laplace::DiagLaplace::fit(&map, &x, &valid(&config)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            bdl_laplace::Error::NonPositiveDiagonal { index: 0, .. }
+        ),
+        "{err}"
+    );
     // A positive prior repairs it.
     let config = LaplaceConfig {
         prior: PriorPrecision::Scalar(1.0),

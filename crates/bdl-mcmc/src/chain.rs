@@ -61,6 +61,32 @@ struct Manifest {
     chunks: Vec<ChunkEntry>,
 }
 
+impl Manifest {
+    /// Reads a manifest, checking its format and that its chunks tile the iterations
+    /// 0..T in order, each non-empty.
+    fn read(path: &Path) -> Result<Self> {
+        let manifest: Manifest = read_json(path)?;
+        let bad = |reason: String| Error::Chain {
+            path: path.to_path_buf(),
+            reason,
+        };
+        if manifest.format != FORMAT {
+            return Err(bad(format!("unknown format `{}`", manifest.format)));
+        }
+        let mut next = 0;
+        for (k, c) in manifest.chunks.iter().enumerate() {
+            if c.start != next || c.end <= c.start {
+                return Err(bad(format!(
+                    "chunk {k} covers iterations {}..{}, expected a non-empty range from {next}",
+                    c.start, c.end
+                )));
+            }
+            next = c.end;
+        }
+        Ok(manifest)
+    }
+}
+
 /// One complete chunk: iterations \[start, end).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 struct ChunkEntry {
@@ -205,7 +231,7 @@ fn run_typed<T: Real>(
         chunks: Vec::new(),
     };
     let mut manifest = if manifest_path.exists() {
-        let found: Manifest = read_json(&manifest_path)?;
+        let found = Manifest::read(&manifest_path)?;
         let settings = Manifest {
             chunks: Vec::new(),
             ..found.clone()
@@ -345,7 +371,7 @@ impl Keep {
     /// Whether iteration `t` of a chain of `total` iterations is kept.
     pub fn keeps(&self, t: u64, total: u64) -> bool {
         t >= self.burn_in
-            && self.last.is_none_or(|k| t + k >= total)
+            && self.last.is_none_or(|k| t.saturating_add(k) >= total)
             && (t + 1).is_multiple_of(self.thin.max(1))
     }
 }
@@ -369,13 +395,7 @@ pub struct Chain {
 impl Chain {
     /// Opens the chain in `dir` (a folder `chain-CCC` written by [`run_chain`]).
     pub fn open(dir: &Path) -> Result<Self> {
-        let manifest: Manifest = read_json(&dir.join("chain.json"))?;
-        if manifest.format != FORMAT {
-            return Err(Error::Chain {
-                path: dir.to_path_buf(),
-                reason: format!("unknown format `{}`", manifest.format),
-            });
-        }
+        let manifest = Manifest::read(&dir.join("chain.json"))?;
         Ok(Self {
             dir: dir.to_path_buf(),
             manifest,
@@ -460,8 +480,18 @@ impl Chain {
         let mut first = None;
         for (k, chunk) in self.manifest.chunks.iter().enumerate() {
             if chunk.start >= from {
-                let sidecar: ChunkSidecar =
-                    bdl_tensor::read_sidecar(&chunk_path(&self.dir, k as u64))?;
+                let path = chunk_path(&self.dir, k as u64);
+                let sidecar: ChunkSidecar = bdl_tensor::read_sidecar(&path)?;
+                if sidecar.acceptance.n_blocks() != total.n_blocks() {
+                    return Err(Error::Chain {
+                        path,
+                        reason: format!(
+                            "acceptance counts for {} blocks, the chain has {}",
+                            sidecar.acceptance.n_blocks(),
+                            total.n_blocks()
+                        ),
+                    });
+                }
                 total.add(&sidecar.acceptance);
                 first.get_or_insert(chunk.start);
             }

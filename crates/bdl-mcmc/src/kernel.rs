@@ -85,6 +85,11 @@ impl Acceptance {
         }
     }
 
+    /// The number of blocks counted.
+    pub fn n_blocks(&self) -> usize {
+        self.proposed.len()
+    }
+
     /// The acceptance rate of every block (NaN for a block that has had no proposal).
     pub fn rates(&self) -> Vec<f64> {
         self.accepted

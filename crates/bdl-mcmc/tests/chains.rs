@@ -295,3 +295,55 @@ fn keep_selects_iterations() {
     assert!(acceptance.proposed.iter().all(|&p| p == 10));
     std::fs::remove_dir_all(dir).unwrap();
 }
+
+/// Damaged chain folders are typed errors naming the file, not panics: a manifest whose chunks
+/// do not tile the iterations, and a chunk sidecar counting another number of blocks. A
+/// `Keep` with `last: u64::MAX` (from a config file) keeps everything instead of overflowing.
+#[test]
+fn damaged_chain_folders_are_named_errors() {
+    let (mlp, train) = setup();
+    let dir = scratch("damaged");
+    let report = run_chain(
+        &mlp,
+        Likelihood::Bernoulli,
+        &train,
+        &valid(&minibatch_config()),
+        &dir,
+        0,
+        &|_| {},
+    )
+    .unwrap();
+    let chain = Chain::open(&report.dir).unwrap();
+    let all = chain.draws(&Keep::default()).unwrap();
+    let everything = Keep {
+        last: Some(u64::MAX),
+        ..Keep::default()
+    };
+    assert_eq!(chain.draws(&everything).unwrap().iterations, all.iterations);
+
+    let manifest = report.dir.join("chain.json");
+    let original = std::fs::read_to_string(&manifest).unwrap();
+    let mut json: serde_json::Value = serde_json::from_str(&original).unwrap();
+    json["chunks"][1]["start"] = serde_json::json!(25); // start > end = 20
+    std::fs::write(&manifest, serde_json::to_vec(&json).unwrap()).unwrap();
+    let err = Chain::open(&report.dir).unwrap_err();
+    assert!(
+        matches!(err, Error::Chain { .. }) && err.to_string().contains("chunk 1"),
+        "{err}"
+    );
+    std::fs::write(&manifest, &original).unwrap();
+
+    let sidecar = report.dir.join("chunk-000001.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&sidecar).unwrap()).unwrap();
+    for field in ["accepted", "proposed"] {
+        json["acceptance"][field]
+            .as_array_mut()
+            .unwrap()
+            .push(serde_json::json!(0));
+    }
+    std::fs::write(&sidecar, serde_json::to_vec(&json).unwrap()).unwrap();
+    let err = Chain::open(&report.dir).unwrap().acceptance(0).unwrap_err();
+    assert!(err.to_string().contains("chunk-000001"), "{err}");
+    std::fs::remove_dir_all(dir).ok();
+}

@@ -14,7 +14,7 @@ use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
 use crate::method::{Curvature, State, Stats};
-use crate::{MeanField, Method, Result};
+use crate::{Error, MeanField, Method, Result};
 
 /// How to fit a variational posterior.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -213,7 +213,16 @@ pub fn fit_monitored(
         }
         let mu = Tensor::from_vec(state.mu.clone(), d, device)?.to_dtype(dtype)?;
         let ll = bdl_tensor::to_f64_vec(&likelihood.log_lik(&network.forward(&mu, x)?, y)?)?;
-        nll.push(-ll.iter().sum::<f64>() / n as f64);
+        let epoch_nll = -ll.iter().sum::<f64>() / n as f64;
+        if !epoch_nll.is_finite() {
+            // Finite parameters can still overflow the network's dtype (f32 outputs).
+            return Err(Error::Diverged {
+                method: config.method.name(),
+                step,
+                what: "training negative log-likelihood at the mean (in the network's dtype)",
+            });
+        }
+        nll.push(epoch_nll);
         on_epoch(epoch, &posterior(&state)?);
     }
     Ok(VariationalFit {

@@ -241,3 +241,28 @@ fn bad_input_is_an_error() {
         "{err}"
     );
 }
+
+/// Targets of 1e25 overflow an f32 network's squared residuals: the epoch's training NLL is
+/// infinite although every parameter is finite, and the fit says so instead of returning Ok.
+#[test]
+fn an_overflowing_f32_fit_is_a_typed_error() {
+    let p = problem();
+    let x = p.x.to_dtype(DType::F32).unwrap();
+    let y = (p.y.to_dtype(DType::F32).unwrap() * 1e25).unwrap();
+    let mu0 = Tensor::zeros(2, DType::F32, &Device::Cpu).unwrap();
+    let config = valid(&VariationalConfig::new(Method::vadam(0.05), LAMBDA, 3, 8));
+    let err = fit(
+        &p.model,
+        &mu0,
+        Likelihood::Gaussian { sigma: SIGMA },
+        &x,
+        &y,
+        &config,
+    )
+    .unwrap_err();
+    assert!(
+        matches!(err, bdl_variational::Error::Diverged { method: "Vadam", what, .. }
+            if what.contains("negative log-likelihood")),
+        "{err}"
+    );
+}
