@@ -18,6 +18,12 @@
 //! chunk's state and continues with the next chunk: the draws are exactly those of an
 //! uninterrupted run, none lost, none repeated. A chunk that was being written when the process
 //! stopped is not listed and is computed again.
+//!
+//! Every file is written to a temporary name, flushed to disk and renamed (the folder flushed
+//! too). The manifest records each chunk file's length: at resume a damaged last chunk is
+//! computed again and a damaged earlier one is an error naming it. One process at a time
+//! writes a chain: `chain.lock` is held (an advisory lock the system drops when the process
+//! ends, however it ends) and a second writer gets an error.
 
 use std::path::{Path, PathBuf};
 
@@ -92,6 +98,8 @@ impl Manifest {
 struct ChunkEntry {
     start: u64,
     end: u64,
+    /// The length of the chunk's tensor file, to tell a damaged file at resume time.
+    bytes: u64,
 }
 
 /// The JSON sidecar of a chunk file.
@@ -230,6 +238,11 @@ fn run_typed<T: Real>(
         blocks: config.gibbs.kernel(mlp.layout())?.blocks().to_vec(),
         chunks: Vec::new(),
     };
+    std::fs::create_dir_all(&cdir).map_err(|source| bdl_tensor::Error::Io {
+        path: cdir.clone(),
+        source,
+    })?;
+    let _lock = lock(&cdir)?;
     let mut manifest = if manifest_path.exists() {
         let found = Manifest::read(&manifest_path)?;
         let settings = Manifest {
@@ -247,6 +260,7 @@ fn run_typed<T: Real>(
     } else {
         fresh
     };
+    check_chunks(&cdir, &mut manifest)?;
     // A short last chunk (the end of a shorter run) is computed again when the chain is extended.
     if manifest
         .chunks
@@ -318,8 +332,13 @@ fn run_typed<T: Real>(
                 Tensor::from_vec(log_targets, s, &Device::Cpu)?,
             ));
         }
-        bdl_tensor::save_safetensors(&chunk_path(&cdir, k), &tensors, Some(&sidecar))?;
-        manifest.chunks.push(ChunkEntry { start, end });
+        let path = chunk_path(&cdir, k);
+        bdl_tensor::save_safetensors(&path, &tensors, Some(&sidecar))?;
+        manifest.chunks.push(ChunkEntry {
+            start,
+            end,
+            bytes: file_len(&path)?,
+        });
         let json =
             serde_json::to_vec_pretty(&manifest).map_err(|source| bdl_tensor::Error::Json {
                 path: manifest_path.clone(),
@@ -339,6 +358,71 @@ fn run_typed<T: Real>(
         resumed_at,
         iterations: manifest.chunks.last().map_or(0, |c| c.end),
     })
+}
+
+/// Takes the chain folder's lock (`chain.lock`, an advisory lock the system releases when the
+/// process ends, however it ends), or fails naming the folder when another process holds it.
+fn lock(cdir: &Path) -> Result<std::fs::File> {
+    let path = cdir.join("chain.lock");
+    let io = |source| bdl_tensor::Error::Io {
+        path: path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(io)?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::Chain {
+            path: cdir.to_path_buf(),
+            reason: "another process is writing this chain (it holds chain.lock); wait for it \
+                     or use another folder"
+                .into(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(io(e).into()),
+    }
+}
+
+fn file_len(path: &Path) -> Result<u64> {
+    Ok(std::fs::metadata(path)
+        .map_err(|source| bdl_tensor::Error::Io {
+            path: path.to_path_buf(),
+            source,
+        })?
+        .len())
+}
+
+/// Checks the listed chunks' files before a resume. A damaged last chunk (cut short or
+/// unreadable: the process stopped while the system had not yet written it out) is dropped
+/// from the manifest and computed again, which is exact because a chunk depends only on the
+/// state at its start; a damaged earlier chunk is an error naming it.
+fn check_chunks(cdir: &Path, manifest: &mut Manifest) -> Result<()> {
+    let intact = |k: usize, entry: &ChunkEntry| -> bool {
+        let path = chunk_path(cdir, k as u64);
+        file_len(&path).is_ok_and(|n| n == entry.bytes)
+            && bdl_tensor::read_sidecar::<ChunkSidecar>(&path).is_ok()
+    };
+    if let Some(k) = manifest.chunks.len().checked_sub(1)
+        && !intact(k, &manifest.chunks[k])
+    {
+        manifest.chunks.pop();
+    }
+    for (k, entry) in manifest.chunks.iter().enumerate() {
+        if !intact(k, entry) {
+            return Err(Error::Chain {
+                path: chunk_path(cdir, k as u64),
+                reason: format!(
+                    "chunk {k} (iterations {}..{}) is damaged: its file is not the {} bytes \
+                     written; the chain cannot resume past it",
+                    entry.start, entry.end, entry.bytes
+                ),
+            });
+        }
+    }
+    Ok(())
 }
 
 /// Which stored draws to use: iteration t (from 0; the draw after sweep t) is kept when

@@ -347,3 +347,155 @@ fn damaged_chain_folders_are_named_errors() {
     assert!(err.to_string().contains("chunk-000001"), "{err}");
     std::fs::remove_dir_all(dir).ok();
 }
+
+/// A damaged last chunk (its file cut short, as after a crash before the system wrote it out)
+/// is computed again on resume, giving the uninterrupted draws; a damaged earlier chunk is an
+/// error naming it.
+#[test]
+fn damaged_chunks_are_recomputed_or_named() {
+    let (mlp, train) = setup();
+    let config = valid(&minibatch_config());
+    let run = |dir: &Path| {
+        run_chain(
+            &mlp,
+            Likelihood::Bernoulli,
+            &train,
+            &config,
+            dir,
+            0,
+            &|_| {},
+        )
+    };
+    let whole = scratch("damage-whole");
+    run(&whole).unwrap();
+    let reference = contents(&chain_dir(&whole, 0));
+
+    let dir = scratch("damage-last");
+    run(&dir).unwrap();
+    let cdir = chain_dir(&dir, 0);
+    let last = cdir.join("chunk-000002.safetensors");
+    let bytes = std::fs::read(&last).unwrap();
+    std::fs::write(&last, &bytes[..bytes.len() / 2]).unwrap();
+    let report = run(&dir).unwrap();
+    assert_eq!((report.resumed_at, report.iterations), (20, 30));
+    assert_eq!(contents(&cdir), reference);
+
+    let middle = cdir.join("chunk-000001.safetensors");
+    let bytes = std::fs::read(&middle).unwrap();
+    std::fs::write(&middle, &bytes[..bytes.len() - 1]).unwrap();
+    let err = run(&dir).unwrap_err();
+    assert!(
+        err.to_string().contains("chunk 1") && err.to_string().contains("damaged"),
+        "{err}"
+    );
+    for d in [whole, dir] {
+        std::fs::remove_dir_all(d).ok();
+    }
+}
+
+/// While one writer holds a chain folder, a second gets a clear error instead of colliding.
+#[test]
+fn a_second_writer_is_refused() {
+    let (mlp, train) = setup();
+    let dir = scratch("second-writer");
+    let cdir = chain_dir(&dir, 0);
+    std::fs::create_dir_all(&cdir).unwrap();
+    let held = std::fs::File::create(cdir.join("chain.lock")).unwrap();
+    held.lock().unwrap(); // another writer, as far as the sampler can tell
+    let err = run_chain(
+        &mlp,
+        Likelihood::Bernoulli,
+        &train,
+        &valid(&minibatch_config()),
+        &dir,
+        0,
+        &|_| {},
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("another process"), "{err}");
+    held.unlock().unwrap();
+    run_chain(
+        &mlp,
+        Likelihood::Bernoulli,
+        &train,
+        &valid(&minibatch_config()),
+        &dir,
+        0,
+        &|_| {},
+    )
+    .unwrap();
+    std::fs::remove_dir_all(dir).ok();
+}
+
+/// The child of [`killed_chains_resume_bit_for_bit`]: runs the long chain into the folder in
+/// `BDL_CHAIN_CHILD`, when that is set.
+fn long_config() -> ChainConfig {
+    ChainConfig {
+        iterations: 3000,
+        chunk_len: 10,
+        ..minibatch_config()
+    }
+}
+
+#[test]
+fn killed_chains_resume_bit_for_bit() {
+    let (mlp, train) = setup();
+    let run = |dir: &Path| {
+        run_chain(
+            &mlp,
+            Likelihood::Bernoulli,
+            &train,
+            &valid(&long_config()),
+            dir,
+            0,
+            &|_| {},
+        )
+    };
+    if let Some(dir) = std::env::var_os("BDL_CHAIN_CHILD") {
+        run(Path::new(&dir)).unwrap();
+        return;
+    }
+    let whole = scratch("killed-whole");
+    run(&whole).unwrap();
+    let reference = contents(&chain_dir(&whole, 0));
+    let dir = scratch("killed");
+    let exe = std::env::current_exe().unwrap();
+    // Kill a child running the chain (SIGKILL: no cleanup of any kind) at seeded random
+    // moments, resuming each time; then finish in this process.
+    let mut rng = Seed(13).rng();
+    let mut resumed = Vec::new();
+    for _ in 0..6 {
+        let mut child = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "killed_chains_resume_bit_for_bit",
+                "--test-threads",
+                "1",
+            ])
+            .env("BDL_CHAIN_CHILD", &dir)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let wait_ms: u64 = rand::Rng::random_range(&mut rng, 20..200);
+        std::thread::sleep(std::time::Duration::from_millis(wait_ms));
+        child.kill().unwrap();
+        child.wait().unwrap();
+        resumed.push(Chain::open(&chain_dir(&dir, 0)).map_or(0, |c| c.iterations()));
+    }
+    // The kills must have interrupted the chain, or the test would prove nothing.
+    assert!(
+        resumed.iter().any(|&t| t < 3000),
+        "never interrupted: {resumed:?}"
+    );
+    let report = run(&dir).unwrap();
+    assert_eq!(report.iterations, 3000);
+    assert_eq!(
+        contents(&chain_dir(&dir, 0)),
+        reference,
+        "killed at {resumed:?}"
+    );
+    for d in [whole, dir] {
+        std::fs::remove_dir_all(d).ok();
+    }
+}

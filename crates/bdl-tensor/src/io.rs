@@ -25,19 +25,41 @@ fn io_error(path: &Path) -> impl FnOnce(std::io::Error) -> Error + '_ {
     }
 }
 
-/// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
+/// Writes `bytes` to `path` durably: through a temporary file in the same folder (named after
+/// the process and a counter, so that two writers never share one), flushed to disk, renamed
+/// into place, and the folder flushed so that the rename itself survives a crash.
 pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let parent = path.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
         std::fs::create_dir_all(parent).map_err(io_error(parent))?;
     }
     let mut tmp = path.as_os_str().to_owned();
-    tmp.push(".partial");
+    tmp.push(format!(
+        ".{}-{}.partial",
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
     let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes).map_err(io_error(&tmp))?;
+    let written = std::fs::File::create(&tmp).and_then(|mut f| {
+        f.write_all(bytes)?;
+        f.sync_all()
+    });
+    if let Err(e) = written {
+        let _ = std::fs::remove_file(&tmp);
+        return Err(io_error(&tmp)(e));
+    }
     std::fs::rename(&tmp, path).map_err(|e| {
         let _ = std::fs::remove_file(&tmp);
         io_error(path)(e)
-    })
+    })?;
+    // A folder opens read-only for fsync on Unix; elsewhere this is best effort.
+    if let Some(dir) = parent.and_then(|p| std::fs::File::open(p).ok()) {
+        let _ = dir.sync_all();
+    }
+    Ok(())
 }
 
 /// Saves named tensors to `path` (safetensors) and, when given, `sidecar` to
