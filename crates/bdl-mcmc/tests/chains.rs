@@ -333,16 +333,19 @@ fn damaged_chain_folders_are_named_errors() {
     );
     std::fs::write(&manifest, &original).unwrap();
 
-    let sidecar = report.dir.join("chunk-000001.json");
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&sidecar).unwrap()).unwrap();
+    // Rewrite chunk 1 with a sidecar counting one block too many (the sidecar is read from
+    // the chunk file's header, the checkpoint's commit point).
+    let chunk = report.dir.join("chunk-000001.safetensors");
+    let mut json: serde_json::Value = bdl_tensor::read_sidecar(&chunk).unwrap();
     for field in ["accepted", "proposed"] {
         json["acceptance"][field]
             .as_array_mut()
             .unwrap()
             .push(serde_json::json!(0));
     }
-    std::fs::write(&sidecar, serde_json::to_vec(&json).unwrap()).unwrap();
+    let tensors = bdl_tensor::load_safetensors(&chunk, &bdl_tensor::Device::Cpu).unwrap();
+    let tensors: Vec<(String, bdl_tensor::Tensor)> = tensors.into_iter().collect();
+    bdl_tensor::save_safetensors(&chunk, &tensors, Some(&json)).unwrap();
     let err = Chain::open(&report.dir).unwrap().acceptance(0).unwrap_err();
     assert!(err.to_string().contains("chunk-000001"), "{err}");
     std::fs::remove_dir_all(dir).ok();

@@ -62,8 +62,16 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     Ok(())
 }
 
+/// The key of the sidecar inside a safetensors header's `__metadata__`.
+const EMBEDDED: &str = "bdl";
+
 /// Saves named tensors to `path` (safetensors) and, when given, `sidecar` to
 /// [`sidecar_path`]`(path)` (pretty JSON).
+///
+/// The sidecar is also embedded in the safetensors header, and the tensor file is written
+/// last: its rename is the checkpoint's one commit point. [`read_sidecar`] reads the embedded
+/// copy, so a process stopped between the two renames never pairs a new sidecar with old
+/// tensors; the `.json` file is the copy people read.
 ///
 /// ```
 /// # use candle_core::{Device, Tensor};
@@ -82,18 +90,25 @@ pub fn save_safetensors(
     tensors: &[(String, Tensor)],
     sidecar: Option<&impl Serialize>,
 ) -> Result<()> {
-    let bytes = safetensors::serialize(tensors.iter().map(|(n, t)| (n.as_str(), t)), None)
+    let json = match sidecar {
+        None => None,
+        Some(meta) => Some(
+            serde_json::to_string_pretty(meta).map_err(|source| Error::Json {
+                path: sidecar_path(path),
+                source,
+            })?,
+        ),
+    };
+    let header = json
+        .as_ref()
+        .map(|j| HashMap::from([(EMBEDDED.to_owned(), j.clone())]));
+    let bytes = safetensors::serialize(tensors.iter().map(|(n, t)| (n.as_str(), t)), header)
         .map_err(|e| Error::Safetensors {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-    if let Some(meta) = sidecar {
-        let side = sidecar_path(path);
-        let json = serde_json::to_vec_pretty(meta).map_err(|source| Error::Json {
-            path: side.clone(),
-            source,
-        })?;
-        write_atomically(&side, &json)?;
+    if let Some(json) = &json {
+        write_atomically(&sidecar_path(path), json.as_bytes())?;
     }
     write_atomically(path, &bytes)
 }
@@ -107,11 +122,48 @@ pub fn load_safetensors(path: &Path, device: &Device) -> Result<HashMap<String, 
     })
 }
 
-/// Reads and parses the JSON sidecar of the checkpoint at `path`.
+/// Reads and parses the sidecar of the checkpoint at `path`: the copy embedded in the
+/// safetensors header when there is one (the checkpoint's commit point), else the `.json` file.
 pub fn read_sidecar<T: DeserializeOwned>(path: &Path) -> Result<T> {
+    if let Some(json) = embedded_sidecar(path)? {
+        return serde_json::from_str(&json).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        });
+    }
     let side = sidecar_path(path);
     let bytes = std::fs::read(&side).map_err(io_error(&side))?;
     serde_json::from_slice(&bytes).map_err(|source| Error::Json { path: side, source })
+}
+
+/// The sidecar embedded in the header of the safetensors file at `path`, reading only the
+/// header; `None` when the file does not exist or has none.
+fn embedded_sidecar(path: &Path) -> Result<Option<String>> {
+    use std::io::Read;
+    let Ok(mut file) = std::fs::File::open(path) else {
+        return Ok(None);
+    };
+    let damaged = |message: &str| Error::Safetensors {
+        path: path.to_path_buf(),
+        message: message.to_owned(),
+    };
+    let mut len = [0u8; 8];
+    file.read_exact(&mut len)
+        .map_err(|_| damaged("shorter than a safetensors header"))?;
+    let n = u64::from_le_bytes(len);
+    let file_len = file.metadata().map_err(io_error(path))?.len();
+    if n > file_len.saturating_sub(8) {
+        return Err(damaged("the header is longer than the file"));
+    }
+    let mut header = vec![0u8; n as usize];
+    file.read_exact(&mut header)
+        .map_err(|_| damaged("the header is cut short"))?;
+    let header: serde_json::Value =
+        serde_json::from_slice(&header).map_err(|source| Error::Json {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    Ok(header["__metadata__"][EMBEDDED].as_str().map(str::to_owned))
 }
 
 #[cfg(test)]
@@ -159,5 +211,24 @@ mod tests {
         let missing = load_safetensors(&dir.join("none.safetensors"), &Device::Cpu).unwrap_err();
         assert!(matches!(missing, Error::Io { .. }), "{missing}");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// A process stopped between the sidecar's rename and the tensors' (here: a newer `.json`
+    /// beside the old tensor file) still reads the sidecar that belongs to the tensors.
+    #[test]
+    fn the_tensor_file_is_the_commit_point() {
+        let dir = std::env::temp_dir().join(format!("bdl-io-commit-{}", std::process::id()));
+        let path = dir.join("c.safetensors");
+        let t = normal(&mut Seed(1).rng(), 3, 0.0, 1.0, DType::F64, &Device::Cpu).unwrap();
+        let meta = serde_json::json!({"v": 1});
+        save_safetensors(&path, &[("t".to_owned(), t)], Some(&meta)).unwrap();
+        write_atomically(&sidecar_path(&path), br#"{"v": 2}"#).unwrap();
+        let v: serde_json::Value = read_sidecar(&path).unwrap();
+        assert_eq!(v["v"], 1);
+        // A cut-off header is a named error.
+        std::fs::write(&path, [200, 0, 0, 0, 0, 0, 0, 0, b'{']).unwrap();
+        let err = read_sidecar::<serde_json::Value>(&path).unwrap_err();
+        assert!(err.to_string().contains("c.safetensors"), "{err}");
+        std::fs::remove_dir_all(dir).ok();
     }
 }
