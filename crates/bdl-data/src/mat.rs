@@ -31,10 +31,16 @@ impl<'p> MatArrays<'p> {
     /// Reads the file at `path`.
     pub(crate) fn open(path: &'p Path) -> Result<Self> {
         let bytes = read::maybe_gz(path)?;
-        let file = matfile::MatFile::parse(&bytes[..]).map_err(|e| Error::Mat {
+        let error = |message: String| Error::Mat {
             path: path.to_path_buf(),
-            message: e.to_string(),
-        })?;
+            message,
+        };
+        check_elements(&bytes).map_err(error)?;
+        // `matfile` can still panic on sizes nested inside an element; such a file is bad
+        // input, so the panic becomes its error (the panic message is printed by the hook).
+        let parsed = std::panic::catch_unwind(|| matfile::MatFile::parse(&bytes[..]))
+            .map_err(|_| error("the MAT parser could not read the file (it panicked)".into()))?;
+        let file = parsed.map_err(|e| error(e.to_string()))?;
         Ok(MatArrays { path, file })
     }
 
@@ -77,6 +83,48 @@ impl<'p> MatArrays<'p> {
     }
 }
 
+/// Walks the top-level data elements of a level-5 MAT file (after its 128-byte header) and
+/// checks that each element's declared size fits in the file, before `matfile` (which panics on
+/// a size near `u32::MAX`) sees it. Small elements (size in the tag's upper half) are 8 bytes;
+/// others are an 8-byte tag plus their size, padded to 8 except for compressed ones.
+fn check_elements(bytes: &[u8]) -> std::result::Result<(), String> {
+    let Some(endian) = bytes.get(126..128) else {
+        return Ok(()); // too short for a header: the parser's own error
+    };
+    let little = endian == b"IM";
+    let word = |at: usize| -> Option<u32> {
+        let b: [u8; 4] = bytes.get(at..at + 4)?.try_into().ok()?;
+        Some(if little {
+            u32::from_le_bytes(b)
+        } else {
+            u32::from_be_bytes(b)
+        })
+    };
+    let mut at = 128usize;
+    while at < bytes.len() {
+        let (Some(kind), Some(size)) = (word(at), word(at + 4)) else {
+            return Err(format!("a data element's tag at byte {at} is cut short"));
+        };
+        if kind >> 16 != 0 {
+            at += 8; // a small data element
+            continue;
+        }
+        let size = size as usize;
+        let padded = if kind == 15 { size } else { size.next_multiple_of(8) };
+        let end = at
+            .checked_add(8)
+            .and_then(|a| a.checked_add(padded))
+            .filter(|&e| e <= bytes.len() || at + 8 + size == bytes.len());
+        at = end.ok_or_else(|| {
+            format!(
+                "the data element at byte {at} declares {size} bytes, more than the {} left",
+                bytes.len() - at - 8
+            )
+        })?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -91,5 +139,19 @@ mod tests {
             matches!(err, Error::Mat { .. }) && err.to_string().contains("g.mat"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn an_element_size_past_the_file_is_an_error() {
+        let dir = Scratch::new("mat-size");
+        let mut bytes = vec![b' '; 116];
+        bytes.extend_from_slice(&[0; 8]); // subsystem offset
+        bytes.extend_from_slice(&[0x00, 0x01, b'I', b'M']); // version 0x0100, little-endian
+        bytes.extend_from_slice(&14u32.to_le_bytes()); // miMATRIX
+        bytes.extend_from_slice(&(u32::MAX - 3).to_le_bytes());
+        bytes.extend_from_slice(&[0; 16]);
+        let path = dir.write("huge.mat", bytes);
+        let err = MatArrays::open(&path).err().unwrap();
+        assert!(err.to_string().contains("huge.mat") && err.to_string().contains("declares"), "{err}");
     }
 }

@@ -28,6 +28,7 @@ pub(crate) fn read_matrix(path: &Path) -> Result<Matrix> {
         path: path.to_path_buf(),
         message,
     };
+    check_size(&bytes).map_err(npy_error)?;
     let file = npyz::NpyFile::new(&bytes[..]).map_err(|e| npy_error(e.to_string()))?;
     let (rows, cols) = match *file.shape() {
         [rows, cols] => (rows as usize, cols as usize),
@@ -54,6 +55,56 @@ pub(crate) fn read_matrix(path: &Path) -> Result<Matrix> {
     }
     .map_err(|e| npy_error(e.to_string()))?;
     Ok(Matrix { rows, cols, values })
+}
+
+/// Checks the header's shape against the payload before `npyz` sees the file (it panics on a
+/// shape whose element count overflows): the product of the dimensions, times the item size
+/// of an `<f4` or `<f8` array, must be the number of bytes after the header. Other dtypes and
+/// malformed headers are left to `npyz`'s own errors.
+fn check_size(bytes: &[u8]) -> std::result::Result<(), String> {
+    let (len_bytes, start) = match bytes.get(6) {
+        Some(1) => (2, 10usize),
+        Some(2 | 3) => (4, 12),
+        _ => return Ok(()),
+    };
+    let Some(len) = bytes.get(8..8 + len_bytes) else {
+        return Ok(());
+    };
+    let len = len.iter().rev().fold(0usize, |n, &b| n << 8 | usize::from(b));
+    let Some(header) = bytes
+        .get(start..start.saturating_add(len))
+        .and_then(|h| std::str::from_utf8(h).ok())
+    else {
+        return Ok(());
+    };
+    let item = if header.contains("<f8") {
+        8
+    } else if header.contains("<f4") {
+        4
+    } else {
+        return Ok(());
+    };
+    let Some(shape) = header
+        .split("'shape':")
+        .nth(1)
+        .and_then(|rest| rest.split_once('(').map(|(_, r)| r))
+        .and_then(|rest| rest.split_once(')').map(|(s, _)| s))
+    else {
+        return Ok(());
+    };
+    let mut count: Option<usize> = Some(item);
+    for dim in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
+        let dim: usize = dim.parse().map_err(|_| format!("bad dimension `{dim}` in the shape"))?;
+        count = count.and_then(|c| c.checked_mul(dim));
+    }
+    let payload = bytes.len() - start - len;
+    match count {
+        Some(n) if n == payload => Ok(()),
+        Some(n) => Err(format!(
+            "the shape ({shape}) promises {n} bytes of data, the file holds {payload}"
+        )),
+        None => Err(format!("the shape ({shape}) holds more elements than can be addressed")),
+    }
 }
 
 #[cfg(test)]
@@ -109,5 +160,20 @@ mod tests {
         assert!(matches!(read_matrix(&short), Err(Error::Npy { .. })));
         let garbage = dir.write("g.npy", b"not numpy at all");
         assert!(matches!(read_matrix(&garbage), Err(Error::Npy { .. })));
+    }
+
+    #[test]
+    fn shapes_that_overflow_or_disagree_with_the_data_are_errors() {
+        let dir = Scratch::new("npy-shapes");
+        for (shape, data) in [
+            ("(4294967296, 4294967296)", vec![0u8; 16]),
+            ("(18446744073709551615, 2)", vec![0u8; 16]),
+            ("(3, 2)", vec![0u8; 40]),
+        ] {
+            let path = dir.write("m.npy", npy("<f8", shape, &data));
+            let err = read_matrix(&path).unwrap_err();
+            assert!(matches!(err, Error::Npy { .. }), "{shape}: {err}");
+            assert!(err.to_string().contains("m.npy"), "{err}");
+        }
     }
 }
