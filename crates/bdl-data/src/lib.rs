@@ -45,6 +45,8 @@ pub mod blr;
 pub mod checksum;
 mod dataset;
 mod error;
+#[cfg(test)]
+mod fuzz;
 pub mod idx;
 mod mat;
 mod minibatch;

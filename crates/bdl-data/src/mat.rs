@@ -110,7 +110,11 @@ fn check_elements(bytes: &[u8]) -> std::result::Result<(), String> {
             continue;
         }
         let size = size as usize;
-        let padded = if kind == 15 { size } else { size.next_multiple_of(8) };
+        let padded = if kind == 15 {
+            size
+        } else {
+            size.next_multiple_of(8)
+        };
         let end = at
             .checked_add(8)
             .and_then(|a| a.checked_add(padded))
@@ -152,6 +156,9 @@ mod tests {
         bytes.extend_from_slice(&[0; 16]);
         let path = dir.write("huge.mat", bytes);
         let err = MatArrays::open(&path).err().unwrap();
-        assert!(err.to_string().contains("huge.mat") && err.to_string().contains("declares"), "{err}");
+        assert!(
+            err.to_string().contains("huge.mat") && err.to_string().contains("declares"),
+            "{err}"
+        );
     }
 }

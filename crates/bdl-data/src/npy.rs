@@ -70,7 +70,10 @@ fn check_size(bytes: &[u8]) -> std::result::Result<(), String> {
     let Some(len) = bytes.get(8..8 + len_bytes) else {
         return Ok(());
     };
-    let len = len.iter().rev().fold(0usize, |n, &b| n << 8 | usize::from(b));
+    let len = len
+        .iter()
+        .rev()
+        .fold(0usize, |n, &b| n << 8 | usize::from(b));
     let Some(header) = bytes
         .get(start..start.saturating_add(len))
         .and_then(|h| std::str::from_utf8(h).ok())
@@ -94,7 +97,9 @@ fn check_size(bytes: &[u8]) -> std::result::Result<(), String> {
     };
     let mut count: Option<usize> = Some(item);
     for dim in shape.split(',').map(str::trim).filter(|d| !d.is_empty()) {
-        let dim: usize = dim.parse().map_err(|_| format!("bad dimension `{dim}` in the shape"))?;
+        let dim: usize = dim
+            .parse()
+            .map_err(|_| format!("bad dimension `{dim}` in the shape"))?;
         count = count.and_then(|c| c.checked_mul(dim));
     }
     let payload = bytes.len() - start - len;
@@ -103,7 +108,9 @@ fn check_size(bytes: &[u8]) -> std::result::Result<(), String> {
         Some(n) => Err(format!(
             "the shape ({shape}) promises {n} bytes of data, the file holds {payload}"
         )),
-        None => Err(format!("the shape ({shape}) holds more elements than can be addressed")),
+        None => Err(format!(
+            "the shape ({shape}) holds more elements than can be addressed"
+        )),
     }
 }
 

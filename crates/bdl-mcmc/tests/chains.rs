@@ -502,3 +502,76 @@ fn killed_chains_resume_bit_for_bit() {
         std::fs::remove_dir_all(d).ok();
     }
 }
+
+mod fuzz {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// One finished chain folder's files, made once.
+    fn seed_files() -> &'static Vec<(String, Vec<u8>)> {
+        static FILES: std::sync::OnceLock<Vec<(String, Vec<u8>)>> = std::sync::OnceLock::new();
+        FILES.get_or_init(|| {
+            let (mlp, train) = setup();
+            let dir = scratch("fuzz-seed");
+            let report = run_chain(
+                &mlp,
+                Likelihood::Bernoulli,
+                &train,
+                &valid(&minibatch_config()),
+                &dir,
+                0,
+                &|_| {},
+            )
+            .unwrap();
+            let files = std::fs::read_dir(&report.dir)
+                .unwrap()
+                .map(|e| {
+                    let e = e.unwrap();
+                    (
+                        e.file_name().into_string().unwrap(),
+                        std::fs::read(e.path()).unwrap(),
+                    )
+                })
+                .collect();
+            std::fs::remove_dir_all(dir).ok();
+            files
+        })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 48, failure_persistence: None, ..ProptestConfig::default() })]
+        /// A chain folder whose manifest or a chunk sidecar has bytes overwritten or cut is
+        /// read, resumed or refused with a typed error, never a panic.
+        #[test]
+        fn mutated_chain_folders_fail_cleanly(
+            target in prop_oneof![Just("chain.json"), Just("chunk-000001.json"), Just("chunk-000002.safetensors")],
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..6),
+            cut in any::<usize>(),
+        ) {
+            let dir = scratch(&format!("fuzz-{cut}"));
+            let cdir = chain_dir(&dir, 0);
+            std::fs::create_dir_all(&cdir).unwrap();
+            for (name, bytes) in seed_files() {
+                let mut bytes = bytes.clone();
+                if name == target {
+                    for &(at, b) in &edits {
+                        let n = bytes.len();
+                        bytes[at % n] = b;
+                    }
+                    if cut % 2 == 0 {
+                        bytes.truncate(cut % (bytes.len() + 1));
+                    }
+                }
+                std::fs::write(cdir.join(name), bytes).unwrap();
+            }
+            if let Ok(chain) = Chain::open(&cdir) {
+                let _ = chain.draws(&Keep::default());
+                let _ = chain.acceptance(0);
+                let _ = chain.log_target_trace();
+            }
+            let (mlp, train) = setup();
+            let _ = run_chain(&mlp, Likelihood::Bernoulli, &train, &valid(&minibatch_config()), &dir, 0, &|_| {});
+            std::fs::remove_dir_all(dir).ok();
+        }
+    }
+}

@@ -197,6 +197,33 @@ mod tests {
         }
     }
 
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, failure_persistence: None, ..ProptestConfig::default() })]
+        /// Whatever the bytes (a checkpoint with bytes overwritten, cut, or appended, header
+        /// included), loading its tensors or its embedded sidecar returns, typed.
+        #[test]
+        fn mutated_checkpoints_load_or_fail_cleanly(
+            edits in proptest::collection::vec((any::<usize>(), any::<u8>()), 1..8),
+            cut in any::<usize>(),
+            header_only in any::<bool>(),
+        ) {
+            let dir = scratch(&format!("fuzz{cut}"));
+            let path = dir.join("c.safetensors");
+            let t = normal(&mut Seed(3).rng(), (4, 3), 0.0, 1.0, DType::F32, &Device::Cpu).unwrap();
+            save_safetensors(&path, &[("t".into(), t)], Some(&serde_json::json!({"seed": 1, "kind": "x"}))).unwrap();
+            let mut bytes = std::fs::read(&path).unwrap();
+            let span = if header_only { 160.min(bytes.len()) } else { bytes.len() };
+            for (at, b) in edits {
+                bytes[at % span] = b;
+            }
+            bytes.truncate(cut % (bytes.len() + 1) + if cut % 3 == 0 { 0 } else { bytes.len() });
+            std::fs::write(&path, &bytes).unwrap();
+            let _ = load_safetensors(&path, &Device::Cpu);
+            let _ = read_sidecar::<serde_json::Value>(&path);
+            std::fs::remove_dir_all(dir).unwrap();
+        }
+    }
+
     #[test]
     fn truncated_file_is_a_named_error() {
         let dir = scratch("trunc");
