@@ -289,6 +289,41 @@ fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
         values(&back.f_covariance(&x, config.batch_size).unwrap()),
         values(&post.f_covariance(&x, config.batch_size).unwrap())
     );
+
+    // Tampered checkpoints are refused by name: a subset index ≥ D, a repeated index, a NaN in
+    // θ̂ (the tensors are rewritten with the same embedded sidecar).
+    let sidecar: serde_json::Value = bdl_tensor::read_sidecar(&path).unwrap();
+    let original = bdl_tensor::load_safetensors(&path, &Device::Cpu).unwrap();
+    let d = model.layout().len() as i64;
+    let s = post.subset().len();
+    let mut bad_subsets = [post.subset().to_vec(), post.subset().to_vec()];
+    bad_subsets[0][0] = d as usize;
+    bad_subsets[1][1] = bad_subsets[1][0];
+    let mut cases: Vec<(&str, Vec<(String, Tensor)>)> = bad_subsets
+        .iter()
+        .map(|subset| {
+            let idx: Vec<i64> = subset.iter().map(|&i| i as i64).collect();
+            let mut t = original.clone();
+            t.insert(
+                "subset".into(),
+                Tensor::from_vec(idx, s, &Device::Cpu).unwrap(),
+            );
+            ("subset", t.into_iter().collect())
+        })
+        .collect();
+    let mut nan = original.clone();
+    let mut theta_v = values(&nan["theta"]);
+    theta_v[3] = f64::NAN;
+    nan.insert(
+        "theta".into(),
+        Tensor::from_vec(theta_v, d as usize, &Device::Cpu).unwrap(),
+    );
+    cases.push(("theta", nan.into_iter().collect()));
+    for (what, tensors) in cases {
+        bdl_tensor::save_safetensors(&path, &tensors, Some(&sidecar)).unwrap();
+        let err = SubnetLaplace::load(&path).unwrap_err();
+        assert!(err.to_string().contains(what), "{what}: {err}");
+    }
     std::fs::remove_dir_all(dir).unwrap();
 }
 

@@ -295,7 +295,9 @@ fn run_typed<T: Real>(
     let mut start = resumed_at;
     while start < config.iterations {
         let k = manifest.chunks.len() as u64;
-        let end = ((k + 1) * config.chunk_len).min(config.iterations);
+        let end = (k + 1)
+            .saturating_mul(config.chunk_len)
+            .min(config.iterations);
         let chunk_seed = seed.fork("proposals").index(k);
         let mut rng = chunk_seed.rng();
         let (mut draws, mut log_targets) = (Vec::new(), Vec::new());
