@@ -8,7 +8,7 @@
 //! |---|---|---|
 //! | [`mnist`] | MNIST, Fashion-MNIST | IDX, gzip ([`idx`]) |
 //! | [`uci`] | the nine UCI regression benchmarks, standard and gap splits | whitespace text |
-//! | [`blr`] | Australian, Breast-Cancer, USPS 3-vs-5 | whitespace text, MAT (`matfile`) |
+//! | [`blr`] | Australian, Breast-Cancer, USPS 3-vs-5 | whitespace text, MAT (own reader) |
 //! | [`toy`] | DUN 1-D regression sets, noisy XOR | NumPy `.npy` (own strict reader), CSV |
 //!
 //! Every loader returns [`Dataset`]s: x f32 `[N, d]`; y f32 `[N, k]` for regression or u32
