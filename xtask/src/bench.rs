@@ -7,7 +7,7 @@ use anyhow::{Result, ensure};
 use bdl_inference::{MapEstimate, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
-use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Cnn, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
@@ -218,7 +218,7 @@ fn ggn_laplace(s: Option<usize>) -> Result<()> {
     let lambda = 1.0;
     let config = LaplaceConfig {
         prior: PriorPrecision::Scalar(lambda),
-        scale_prior_to_subset: false,
+        subset_scaling: SubsetScaling::None,
         batch_size: 250,
     }
     .check()?;

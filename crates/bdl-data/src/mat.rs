@@ -75,7 +75,11 @@ fn parse(bytes: &[u8]) -> std::result::Result<Vec<(String, Array)>, String> {
     let order = match endian {
         b"IM" => Order::Little,
         b"MI" => Order::Big,
-        _ => return Err("no byte-order mark (IM or MI) at bytes 126–127: not a level-5 MAT file".into()),
+        _ => {
+            return Err(
+                "no byte-order mark (IM or MI) at bytes 126–127: not a level-5 MAT file".into(),
+            );
+        }
     };
     let mut arrays = Vec::new();
     for element in Elements::new(bytes, 128, order, true) {
@@ -83,12 +87,15 @@ fn parse(bytes: &[u8]) -> std::result::Result<Vec<(String, Array)>, String> {
         match kind {
             MI_MATRIX => arrays.push(matrix(data, at + 8, order)?),
             MI_COMPRESSED => {
-                let inflated = inflate(data).map_err(|e| format!("the compressed element at byte {at}: {e}"))?;
+                let inflated = inflate(data)
+                    .map_err(|e| format!("the compressed element at byte {at}: {e}"))?;
                 for inner in Elements::new(&inflated, 0, order, false) {
-                    let inner = inner.map_err(|e| format!("inside the compressed element at byte {at}: {e}"))?;
+                    let inner = inner
+                        .map_err(|e| format!("inside the compressed element at byte {at}: {e}"))?;
                     if inner.kind == MI_MATRIX {
-                        let parsed = matrix(inner.data, inner.at + 8, order)
-                            .map_err(|e| format!("inside the compressed element at byte {at}: {e}"))?;
+                        let parsed = matrix(inner.data, inner.at + 8, order).map_err(|e| {
+                            format!("inside the compressed element at byte {at}: {e}")
+                        })?;
                         arrays.push(parsed);
                     }
                 }
@@ -186,7 +193,9 @@ impl<'a> Elements<'a> {
         let at = self.at;
         let offset = self.base + at;
         let (Some(kind), Some(size)) = (self.word(at), self.word(at + 4)) else {
-            return Err(format!("a data element's tag at byte {offset} is cut short"));
+            return Err(format!(
+                "a data element's tag at byte {offset} is cut short"
+            ));
         };
         let small = kind >> 16;
         if small != 0 {
@@ -209,13 +218,19 @@ impl<'a> Elements<'a> {
                 "the data element at byte {offset} declares {size} bytes, more than the {left} left"
             ));
         }
-        let padded = if kind == MI_COMPRESSED { size } else { size.next_multiple_of(8) };
+        let padded = if kind == MI_COMPRESSED {
+            size
+        } else {
+            size.next_multiple_of(8)
+        };
         self.at = if padded <= left {
             at + 8 + padded
         } else if self.lenient_end {
             self.bytes.len()
         } else {
-            return Err(format!("the data element at byte {offset} lacks its padding"));
+            return Err(format!(
+                "the data element at byte {offset} lacks its padding"
+            ));
         };
         Ok(Element {
             kind,
@@ -257,13 +272,16 @@ fn matrix(data: &[u8], at: usize, order: Order) -> std::result::Result<(String, 
     let flags = numbers(&flags, order).map_err(|e| format!("the array at byte {at}: flags {e}"))?;
     let word = flags.first().copied().unwrap_or(0.0) as u32;
     let class = (word & 0xff) as u8;
-    let dims: Vec<f64> = numbers(&dims, order).map_err(|e| format!("the array at byte {at}: dimensions {e}"))?;
+    let dims: Vec<f64> =
+        numbers(&dims, order).map_err(|e| format!("the array at byte {at}: dimensions {e}"))?;
     let name = std::str::from_utf8(name.data)
         .map_err(|_| format!("the array at byte {at} has a name that is not text"))?
         .to_owned();
     let array = (|| -> Array {
         if class != MX_DOUBLE && class != MX_SINGLE {
-            return Err(format!("is not a real double or single array (class {class})"));
+            return Err(format!(
+                "is not a real double or single array (class {class})"
+            ));
         }
         if word & COMPLEX != 0 {
             return Err("is complex, not a real double or single array".into());
@@ -275,7 +293,10 @@ fn matrix(data: &[u8], at: usize, order: Order) -> std::result::Result<(String, 
         let real = part("real part")?;
         let values = numbers(&real, order)?;
         if rows.checked_mul(cols) != Some(values.len()) {
-            return Err(format!("is {rows}×{cols} but holds {} values", values.len()));
+            return Err(format!(
+                "is {rows}×{cols} but holds {} values",
+                values.len()
+            ));
         }
         Ok(ColumnMajor { rows, cols, values })
     })();
@@ -293,7 +314,11 @@ fn numbers(element: &Element<'_>, order: Order) -> std::result::Result<Vec<f64>,
     macro_rules! widen {
         ($t:ty) => {
             each(element.data, |b| {
-                (if little { <$t>::from_le_bytes(b) } else { <$t>::from_be_bytes(b) }) as f64
+                (if little {
+                    <$t>::from_le_bytes(b)
+                } else {
+                    <$t>::from_be_bytes(b)
+                }) as f64
             })
         };
     }
@@ -304,7 +329,7 @@ fn numbers(element: &Element<'_>, order: Order) -> std::result::Result<Vec<f64>,
         MI_DOUBLE | MI_INT64 | MI_UINT64 => 8,
         other => return Err(format!("of data type {other}, not a number")),
     };
-    if element.data.len() % width != 0 {
+    if !element.data.len().is_multiple_of(width) {
         return Err(format!(
             "of {} bytes, not a whole number of {width}-byte values",
             element.data.len()
@@ -375,24 +400,37 @@ mod tests {
         let dir = Scratch::new("mat-ok");
         // A double array stored as int16 (as MATLAB stores USPS's ±1 labels), and a single
         // array inside a zlib-compressed element.
-        let labels: Vec<u8> = [-1i16, 1, -1, -1, 1, -1].iter().flat_map(|v| v.to_le_bytes()).collect();
-        let single: Vec<u8> = [0.5f32, -2.0].iter().flat_map(|v| v.to_le_bytes()).collect();
+        let labels: Vec<u8> = [-1i16, 1, -1, -1, 1, -1]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+        let single: Vec<u8> = [0.5f32, -2.0]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
         let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::fast());
-        z.write_all(&array(MX_SINGLE, 0, &[1, 2], "s", MI_SINGLE, &single)).unwrap();
+        z.write_all(&array(MX_SINGLE, 0, &[1, 2], "s", MI_SINGLE, &single))
+            .unwrap();
         let compressed = z.finish().unwrap();
         let mut packed = MI_COMPRESSED.to_le_bytes().to_vec();
         packed.extend_from_slice(&(compressed.len() as u32).to_le_bytes());
         packed.extend_from_slice(&compressed);
         let path = dir.write(
             "ok.mat",
-            file(&[array(MX_DOUBLE, 0, &[2, 3], "labels", MI_INT16, &labels), packed]),
+            file(&[
+                array(MX_DOUBLE, 0, &[2, 3], "labels", MI_INT16, &labels),
+                packed,
+            ]),
         );
         let mat = MatArrays::open(&path).unwrap();
         let l = mat.matrix("labels").unwrap();
         assert_eq!((l.rows, l.cols, l.column(1)), (2, 3, &[-1.0, -1.0][..]));
         assert_eq!(mat.matrix("s").unwrap().values, [0.5, -2.0]);
         let err = mat.matrix("nope").unwrap_err().to_string();
-        assert!(err.contains("ok.mat") && err.contains("no numeric array named `nope`"), "{err}");
+        assert!(
+            err.contains("ok.mat") && err.contains("no numeric array named `nope`"),
+            "{err}"
+        );
     }
 
     /// Each a typed error naming the file; the first is the shape of the inputs on which the
@@ -403,7 +441,10 @@ mod tests {
         let dir = Scratch::new("mat-bad");
         let eight = 1.0f64.to_le_bytes();
         let at_open = [
-            (file(&[element(7, &[0; 8])])[..100].to_vec(), "128-byte header"),
+            (
+                file(&[element(7, &[0; 8])])[..100].to_vec(),
+                "128-byte header",
+            ),
             (vec![7u8; 300], "byte-order mark"),
             (
                 {
@@ -415,31 +456,61 @@ mod tests {
                 },
                 "declares",
             ),
-            (file(&[((7u32 << 16) | MI_INT8).to_le_bytes().to_vec(), vec![0; 4]]), "small data element"),
-            (file(&[element(MI_COMPRESSED, b"not zlib at all")]), "compressed element"),
             (
-                file(&[element(MI_MATRIX, &element(MI_UINT32, &[6, 0, 0, 0, 0, 0, 0, 0]))]),
+                file(&[((7u32 << 16) | MI_INT8).to_le_bytes().to_vec(), vec![0; 4]]),
+                "small data element",
+            ),
+            (
+                file(&[element(MI_COMPRESSED, b"not zlib at all")]),
+                "compressed element",
+            ),
+            (
+                file(&[element(
+                    MI_MATRIX,
+                    &element(MI_UINT32, &[6, 0, 0, 0, 0, 0, 0, 0]),
+                )]),
                 "ends before its dimensions",
             ),
         ];
         for (bytes, says) in at_open {
             let err = open(&dir, bytes).err().unwrap();
             assert!(matches!(err, Error::Mat { .. }), "{err}");
-            assert!(err.to_string().contains("m.mat") && err.to_string().contains(says), "{says}: {err}");
+            assert!(
+                err.to_string().contains("m.mat") && err.to_string().contains(says),
+                "{says}: {err}"
+            );
         }
         let at_use = [
-            (array(MX_DOUBLE, 0, &[0x6565_6565; 10], "a", MI_DOUBLE, &eight), "expected 2"),
-            (array(MX_DOUBLE, COMPLEX, &[1, 1], "a", MI_DOUBLE, &eight), "complex"),
+            (
+                array(MX_DOUBLE, 0, &[0x6565_6565; 10], "a", MI_DOUBLE, &eight),
+                "expected 2",
+            ),
+            (
+                array(MX_DOUBLE, COMPLEX, &[1, 1], "a", MI_DOUBLE, &eight),
+                "complex",
+            ),
             (array(4, 0, &[1, 1], "a", MI_UINT16, &[0, 0]), "class 4"),
-            (array(MX_DOUBLE, 0, &[2, 2], "a", MI_DOUBLE, &eight), "holds 1 values"),
-            (array(MX_DOUBLE, 0, &[1, 1], "a", MI_MATRIX, &eight), "not a number"),
-            (array(MX_DOUBLE, 0, &[1, 1], "a", MI_DOUBLE, &eight[..5]), "whole number"),
+            (
+                array(MX_DOUBLE, 0, &[2, 2], "a", MI_DOUBLE, &eight),
+                "holds 1 values",
+            ),
+            (
+                array(MX_DOUBLE, 0, &[1, 1], "a", MI_MATRIX, &eight),
+                "not a number",
+            ),
+            (
+                array(MX_DOUBLE, 0, &[1, 1], "a", MI_DOUBLE, &eight[..5]),
+                "whole number",
+            ),
         ];
         for (bytes, says) in at_use {
             let path = dir.write("a.mat", file(&[bytes]));
             let err = MatArrays::open(&path).unwrap().matrix("a").unwrap_err();
             assert!(matches!(err, Error::Mat { .. }), "{err}");
-            assert!(err.to_string().contains("a.mat") && err.to_string().contains(says), "{says}: {err}");
+            assert!(
+                err.to_string().contains("a.mat") && err.to_string().contains(says),
+                "{says}: {err}"
+            );
         }
     }
 }

@@ -308,13 +308,31 @@ mod tests {
         let nested = format!("{}{}", "{".repeat(40), &good[1..]);
         for (header, says) in [
             (nested.as_str(), "quoted string"),
-            ("{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)}", "twice"),
-            ("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), 'x': 1}", "unexpected key"),
+            (
+                "{'descr': '<f8', 'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)}",
+                "twice",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2), 'x': 1}",
+                "unexpected key",
+            ),
             ("{'descr': '<f8', 'shape': (2, 2)}", "no 'fortran_order'"),
-            ("{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2)}", "Fortran"),
-            ("{'descr': '<f8', 'fortran_order': False, 'shape': (2+ 2)}", "expected `)`"),
-            ("{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)} x", "after the header"),
-            ("{'descr': '<f8\\', 'fortran_order': False, 'shape': (2, 2)}", "unterminated"),
+            (
+                "{'descr': '<f8', 'fortran_order': True, 'shape': (2, 2)}",
+                "Fortran",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2+ 2)}",
+                "expected `)`",
+            ),
+            (
+                "{'descr': '<f8', 'fortran_order': False, 'shape': (2, 2)} x",
+                "after the header",
+            ),
+            (
+                "{'descr': '<f8\\', 'fortran_order': False, 'shape': (2, 2)}",
+                "unterminated",
+            ),
         ] {
             let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
             bytes.extend_from_slice(&(header.len() as u16).to_le_bytes());

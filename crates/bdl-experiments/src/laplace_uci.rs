@@ -21,7 +21,7 @@ use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
 use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
 use bdl_laplace::selection::{self, Candidates};
-use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision};
+use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision, SubsetScaling};
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
@@ -223,7 +223,7 @@ fn run_split(
         // The widest model: subnetworks the size of each smaller model.
         let base = LaplaceConfig {
             prior: PriorPrecision::Scalar(lambda),
-            scale_prior_to_subset: false,
+            subset_scaling: SubsetScaling::None,
             batch_size: 256,
         };
         let diag = DiagLaplace::fit(map, &parts.fit.0, &base.check()?)?;

@@ -9,7 +9,7 @@ use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
-use crate::{Error, LaplaceConfig, LinearizedPosterior, Result};
+use crate::{Error, LaplaceConfig, LinearizedPosterior, Result, SubsetScaling};
 
 /// A diagonal (mean-field) Laplace posterior over every parameter of a MAP estimate.
 #[derive(Clone, Debug)]
@@ -42,7 +42,9 @@ impl DiagLaplace {
     ) -> Result<Self> {
         let d = map.network().layout().len();
         let all: Vec<usize> = (0..d).collect();
-        let prior = config.prior.for_subset(&all, d, false)?;
+        let prior = config
+            .prior
+            .for_subset(&all, map.network().layout(), SubsetScaling::None)?;
         // A NaN (or infinite) precision is refused as well as a zero one.
         let positive = |p: f64| p > 0.0 && p.is_finite();
         if let Some(index) = (0..d).find(|&i| !positive(ggn_diagonal[i] + prior[i])) {

@@ -19,7 +19,7 @@ use candle_core::{DType, Tensor};
 use faer::Mat;
 use faer::diag::Diag;
 
-use crate::{Error, LaplaceConfig, PriorPrecision, Result, SubnetLaplace};
+use crate::{Error, LaplaceConfig, PriorPrecision, Result, SubnetLaplace, SubsetScaling};
 
 /// The log evidence of a subnetwork Laplace as a function of (λ, σ).
 #[derive(Debug)]
@@ -185,7 +185,7 @@ impl Evidence {
         let ggn = &scaled * v.transpose();
         let config = LaplaceConfig {
             prior: PriorPrecision::Scalar(lambda),
-            scale_prior_to_subset: false,
+            subset_scaling: SubsetScaling::None,
             batch_size: self.batch_size,
         }
         .check()?;

@@ -30,4 +30,4 @@ pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
 pub use linearized::LinearizedPosterior;
 pub use posterior::{LaplaceConfig, SubnetLaplace};
-pub use prior::PriorPrecision;
+pub use prior::{PriorPrecision, SubsetScaling};

@@ -21,7 +21,7 @@ use faer::{Mat, MatMut, MatRef};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, LinearizedPosterior, PriorPrecision, Result};
+use crate::{Error, LinearizedPosterior, PriorPrecision, Result, SubsetScaling};
 
 /// How to fit a Laplace posterior.
 ///
@@ -29,7 +29,7 @@ use crate::{Error, LinearizedPosterior, PriorPrecision, Result};
 /// use bdl_inference::Validate;
 /// use bdl_laplace::{LaplaceConfig, PriorPrecision};
 /// let config: LaplaceConfig = serde_json::from_str(
-///     r#"{"prior": {"scalar": 3.0}, "scale_prior_to_subset": true}"#,
+///     r#"{"prior": {"scalar": 3.0}, "subset_scaling": "weights"}"#,
 /// ).unwrap();
 /// assert_eq!((config.prior.clone(), config.batch_size), (PriorPrecision::Scalar(3.0), 256));
 /// let bad = LaplaceConfig { prior: PriorPrecision::Scalar(-1.0), ..config };
@@ -40,8 +40,8 @@ use crate::{Error, LinearizedPosterior, PriorPrecision, Result};
 pub struct LaplaceConfig {
     /// The prior precision (scalar or per parameter).
     pub prior: PriorPrecision,
-    /// Scale the prior precision by |S|/D (λ_S = λ·S/D).
-    pub scale_prior_to_subset: bool,
+    /// The scaling λ_S = λ·S/D of a subnetwork's prior precision, and what D counts.
+    pub subset_scaling: SubsetScaling,
     /// Rows per minibatch when accumulating the GGN.
     pub batch_size: usize,
 }
@@ -50,7 +50,7 @@ impl Default for LaplaceConfig {
     fn default() -> Self {
         Self {
             prior: PriorPrecision::Scalar(1.0),
-            scale_prior_to_subset: false,
+            subset_scaling: SubsetScaling::None,
             batch_size: 256,
         }
     }
@@ -121,9 +121,10 @@ impl SubnetLaplace {
             }
             .into());
         }
-        let prior = config
-            .prior
-            .for_subset(&subset, d, config.scale_prior_to_subset)?;
+        let prior =
+            config
+                .prior
+                .for_subset(&subset, map.network().layout(), config.subset_scaling)?;
         let all = bdl_tensor::to_f64_vec(map.theta())?;
         let theta_s = subset.iter().map(|&i| all[i]).collect();
         let mut factor = Mat::from_fn(s, s, |i, j| if i >= j { ggn[(i, j)] } else { 0.0 });
@@ -198,12 +199,50 @@ impl SubnetLaplace {
         );
     }
 
-    /// Σ_S = P_S⁻¹ = L⁻ᵀ L⁻¹ (a new matrix).
-    pub fn covariance(&self) -> Mat<f64> {
+    /// L⁻¹ (lower triangular, a new matrix).
+    fn factor_inverse(&self) -> Mat<f64> {
         let s = self.subset.len();
         let mut l_inv = Mat::<f64>::identity(s, s);
         self.solve_l(l_inv.as_mut());
+        l_inv
+    }
+
+    /// Σ_S = P_S⁻¹ = L⁻ᵀ L⁻¹ (a new matrix).
+    pub fn covariance(&self) -> Mat<f64> {
+        let l_inv = self.factor_inverse();
         l_inv.transpose() * &l_inv
+    }
+
+    /// diag(Σ_S), the exact marginal posterior variances of the subnetwork's parameters (in the
+    /// order of [`subset`](Self::subset)): (Σ_S)_ii = Σ_k (L⁻¹)_ki², without forming Σ_S.
+    ///
+    /// ```
+    /// # use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
+    /// # use bdl_inference::{MapEstimate, Validate};
+    /// # use bdl_likelihoods::Likelihood;
+    /// # use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
+    /// # use bdl_tensor::Seed;
+    /// # use candle_core::{DType, Device, Tensor};
+    /// # fn main() -> anyhow::Result<()> {
+    /// let net = Network::from(Mlp::new(MlpSpec::new(&[2, 4, 1], Activation::Tanh))?);
+    /// let theta = net.init(Seed(0), DType::F64, &Device::Cpu)?;
+    /// let map = MapEstimate::new(net, theta, Likelihood::Gaussian { sigma: 0.5 })?;
+    /// let x = Tensor::from_vec(vec![0.5f64, -1.0, 1.5, 0.25, -0.5, 2.0], (3, 2), &Device::Cpu)?;
+    /// let config = LaplaceConfig { prior: PriorPrecision::Scalar(2.0), ..Default::default() }.check()?;
+    /// let post = SubnetLaplace::fit(&map, &x, vec![0, 3, 8, 12], &config)?;
+    /// let sigma = post.covariance();
+    /// for (i, v) in post.marginal_variances().iter().enumerate() {
+    ///     assert!((v - sigma[(i, i)]).abs() <= 1e-12 * sigma[(i, i)]);
+    ///     assert!(*v <= 1.0 / 2.0); // never above the prior variance 1/λ
+    /// }
+    /// # Ok(()) }
+    /// ```
+    pub fn marginal_variances(&self) -> Vec<f64> {
+        let l_inv = self.factor_inverse();
+        let s = self.subset.len();
+        (0..s)
+            .map(|i| (i..s).map(|k| l_inv[(k, i)] * l_inv[(k, i)]).sum())
+            .collect()
     }
 
     /// log det P_S = 2 Σ_i log L_ii.

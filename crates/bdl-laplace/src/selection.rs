@@ -9,11 +9,12 @@
 //! the alternative score σ_d² Σ_n J_nd², each weight's share of the diagonal-approximation
 //! linearized predictive variance.
 
-use bdl_inference::{InvalidParam, require};
+use bdl_inference::{InvalidParam, Posterior as _, require};
+use bdl_models::Model as _;
 use bdl_tensor::{ParamLayout, Seed};
 use rand::seq::index::sample;
 
-use crate::Result;
+use crate::{Result, SubnetLaplace};
 
 /// Which parameters may be selected.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -110,6 +111,22 @@ pub fn wasserstein(
     prior_variance: f64,
 ) -> Result<Selection> {
     largest(variances, layout, candidates, s, Some(prior_variance))
+}
+
+/// The exact marginal variances diag(Σ_S) of a full-covariance Laplace posterior, one score per
+/// parameter of the model (0 for parameters outside S), for [`wasserstein`]: the paper's rule
+/// where the full-covariance posterior over the candidates is affordable (its toy experiment),
+/// beside the cheap diagonal-Laplace ([`diagonal_variances`]) and diagonal-SWAG variances.
+pub fn exact_variances(posterior: &SubnetLaplace) -> Vec<f64> {
+    let mut scores = vec![0.0; posterior.network().layout().len()];
+    for (&i, v) in posterior
+        .subset()
+        .iter()
+        .zip(posterior.marginal_variances())
+    {
+        scores[i] = v;
+    }
+    scores
 }
 
 /// `s` candidates drawn uniformly without replacement from a seeded stream.

@@ -3,7 +3,7 @@
 
 use bdl_inference::{MapEstimate, Posterior, Validate};
 use bdl_laplace::LinearizedPosterior;
-use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::{ClassLink, Likelihood};
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
@@ -113,7 +113,7 @@ proptest! {
         let p = problem(seed, k);
         let ev = evidence(&p);
         let likelihood = match p.likelihood { Likelihood::Gaussian { .. } => Likelihood::Gaussian { sigma }, other => other };
-        let config = LaplaceConfig { prior: PriorPrecision::Scalar(lambda), scale_prior_to_subset: false, batch_size: 7 }.check().unwrap();
+        let config = LaplaceConfig { prior: PriorPrecision::Scalar(lambda), subset_scaling: SubsetScaling::None, batch_size: 7 }.check().unwrap();
         let fresh = SubnetLaplace::fit(&p.estimate(likelihood), &p.x, p.subset.clone(), &config).unwrap();
         let f = p.model.forward(&p.theta, &p.x).unwrap();
         let log_lik: f64 = values(&likelihood.log_lik(&f, &p.y).unwrap()).iter().sum();

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use bdl_inference::{Link, MapEstimate, Posterior, PredictOptions, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
-use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
 use bdl_models::{DenseLayer, Mlp, MlpSpec, Model, Network};
 use candle_core::{Device, Tensor};
@@ -147,7 +147,7 @@ fn run(case: &Case) {
 
     let config = LaplaceConfig {
         prior: PriorPrecision::Scalar(lambda),
-        scale_prior_to_subset: false,
+        subset_scaling: SubsetScaling::None,
         batch_size: 128,
     }
     .check()

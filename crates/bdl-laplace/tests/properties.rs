@@ -3,7 +3,7 @@
 use bdl_inference::{MapEstimate, Posterior, Valid, Validate};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
-use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::{ParamLayout, Seed};
@@ -105,7 +105,7 @@ proptest! {
         let (model, theta, x) = setup(seed, k, 10);
         let lik = likelihood(k);
         let d = model.layout().len();
-        let config = LaplaceConfig { prior: PriorPrecision::Scalar(2.0), scale_prior_to_subset: false, batch_size: 4 };
+        let config = LaplaceConfig { prior: PriorPrecision::Scalar(2.0), subset_scaling: SubsetScaling::None, batch_size: 4 };
         let x_test = bdl_tensor::normal(&mut seed.fork("test").rng(), (6, 3), 0.0, 2.0, DType::F64, &Device::Cpu).unwrap();
         let map = estimate(&model, &theta, lik);
         let order = selection::random(model.layout(), Candidates::All, d, seed).unwrap().indices;
@@ -196,7 +196,7 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
     let lik = likelihood(2);
     let config = LaplaceConfig {
         prior: PriorPrecision::Scalar(0.7),
-        scale_prior_to_subset: false,
+        subset_scaling: SubsetScaling::None,
         batch_size: 4,
     };
     let map = estimate(&model, &theta, lik);
@@ -230,7 +230,7 @@ fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
     let lik = likelihood(1);
     let config = LaplaceConfig {
         prior: PriorPrecision::Scalar(1.5),
-        scale_prior_to_subset: false,
+        subset_scaling: SubsetScaling::None,
         batch_size: 8,
     };
     let subset = vec![0, 3, 7, 15, 25];
@@ -340,7 +340,7 @@ fn subnet_of_all_parameters_is_the_dense_full_laplace() {
         let all: Vec<usize> = (0..d).collect();
         let config = LaplaceConfig {
             prior: PriorPrecision::Scalar(1.0),
-            scale_prior_to_subset: false,
+            subset_scaling: SubsetScaling::None,
             batch_size: 6,
         };
         let map = estimate(&model, &theta, lik);

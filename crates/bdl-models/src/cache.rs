@@ -27,6 +27,26 @@ pub struct Cache {
 }
 
 impl Cache {
+    /// For each hidden layer (every parametrised layer but the last), the units whose activation
+    /// φ(z) is zero at every example: dead ReLUs, through which no gradient and no Jacobian
+    /// passes on these inputs. For a convolution a unit is a channel, dead when zero at every
+    /// example and position.
+    pub fn dead_units(&self) -> Result<Vec<Vec<usize>>> {
+        let hidden = &self.post[..self.post.len().saturating_sub(1)];
+        hidden
+            .iter()
+            .map(|h| {
+                let units = h.dims()[h.rank() - 1];
+                let largest = h.abs()?.reshape(((), units))?.max(0)?;
+                Ok(bdl_tensor::to_f64_vec(&largest)?
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(u, &m)| (m == 0.0).then_some(u))
+                    .collect())
+            })
+            .collect()
+    }
+
     /// The cache of a batch in which every example appears `k` times in a row (example 0 k times,
     /// then example 1, …): the rows of a Jacobian with K outputs.
     pub(crate) fn repeat_interleave(&self, k: usize) -> Result<Cache> {

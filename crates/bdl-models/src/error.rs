@@ -16,6 +16,22 @@ pub enum Error {
     #[error("invalid model configuration: {0}")]
     InvalidConfig(String),
 
+    /// A hidden unit that stayed inactive on every example however often it was redrawn.
+    #[error(
+        "unit {unit} of hidden layer {layer} is inactive on every one of the {examples} inputs after \
+         {draws} draws of its weights (are the inputs constant?)"
+    )]
+    DeadUnit {
+        /// The hidden layer (0 = the first).
+        layer: usize,
+        /// The unit within the layer.
+        unit: usize,
+        /// The rows of the inputs.
+        examples: usize,
+        /// The draws tried.
+        draws: usize,
+    },
+
     /// A parameter index outside the flat vector.
     #[error("parameter index {index} out of range (the model has {len} parameters)")]
     ParamIndex {

@@ -118,3 +118,32 @@ fn invalid_specs_are_refused() {
     assert!(Mlp::new(MlpSpec::new(&[3, 0, 1], Activation::Relu)).is_err());
     assert!(Mlp::new(MlpSpec::new(&[3, 1], Activation::Relu).with_dropout(1.0)).is_err());
 }
+
+/// A live initialisation cannot exist when a hidden unit's pre-activation is zero whatever its
+/// weights (no bias, all inputs zero): a typed error after the bounded redraws, not a loop.
+#[test]
+fn a_unit_that_cannot_come_alive_is_an_error() {
+    let mlp = Mlp::new(MlpSpec::new(&[2, 3, 1], Activation::Relu).without_bias()).unwrap();
+    let x = Tensor::zeros((4, 2), DType::F64, &Device::Cpu).unwrap();
+    match mlp.init_live(Seed(0), &x) {
+        Err(Error::DeadUnit {
+            layer: 0,
+            examples: 4,
+            draws,
+            ..
+        }) => assert_eq!(draws, Mlp::LIVE_INIT_DRAWS),
+        other => panic!("expected a dead unit, got {other:?}"),
+    }
+    // With inputs that vary, every unit comes alive, and the draw is reproducible.
+    let x = Tensor::from_vec(
+        vec![1.0f64, -1.0, 0.5, 2.0, -2.0, 0.0, 0.0, 1.0],
+        (4, 2),
+        &Device::Cpu,
+    )
+    .unwrap();
+    let a = mlp.init_live(Seed(3), &x).unwrap();
+    let dead = mlp.forward_cached(&a, &x).unwrap().dead_units().unwrap();
+    assert!(dead.iter().all(Vec::is_empty), "{dead:?}");
+    let b = mlp.init_live(Seed(3), &x).unwrap();
+    assert_eq!(a.to_vec1::<f64>().unwrap(), b.to_vec1::<f64>().unwrap());
+}
