@@ -26,10 +26,11 @@ use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Tensor};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::claim::{self, Claim};
 use crate::concurrency::side_by_side;
+use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
 /// The experiment.
@@ -49,7 +50,7 @@ const LAMBDAS: [f64; 11] = [
 const RULES: [&str; 4] = ["Wasserstein", "Wasserstein (SWAG)", "sensitivity", "random"];
 
 /// One posterior on one split.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Row {
     dataset: String,
     split_kind: String,
@@ -124,11 +125,15 @@ fn run(ctx: &Context) -> Result<Outcome> {
     }
     // Splits side by side, one thread each: faer's factorisations then run sequentially, so
     // the numbers do not depend on the machine's core count.
+    // Each split is a unit: the paper profile saves it as it finishes and a rerun resumes.
+    let units = Units::new(ctx, &settings)?;
     let bar = ctx.bar(jobs.len() as u64, "splits");
     let per_split = side_by_side(&jobs, |&(b, kind, k)| -> Result<Vec<Row>> {
-        let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
-        let split = StandardizedSplit::new(&train, &test)?;
-        let rows = run_split(&split, &settings, &format!("{b}"), &format!("{kind}"), k)?;
+        let rows = units.get_or_run(&format!("{b}-{kind}-{k}"), || {
+            let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
+            let split = StandardizedSplit::new(&train, &test)?;
+            run_split(&split, &settings, &format!("{b}"), &format!("{kind}"), k)
+        })?;
         bar.inc(1);
         Ok(rows)
     })?;

@@ -9,7 +9,8 @@
 //! - [`report`]: the one writer of `results.json` (settings, profile, source revision, wall
 //!   time, claims, rows), `table.md` and the figures, and of the claims index `index.md`.
 //! - [`progress`]: the one progress-bar style; [`concurrency`]: the one concurrency policy
-//!   (independent units side by side, one thread each).
+//!   (independent units side by side, one thread each); [`units`]: paper-profile units saved as
+//!   they finish, so that a stopped run resumes.
 //!
 //! Each experiment writes `OUT/<experiment>/<profile>/`, so the profiles never share a folder.
 
@@ -17,6 +18,7 @@ pub mod claim;
 pub mod concurrency;
 pub mod progress;
 pub mod report;
+pub mod units;
 
 mod gibbs_mnist;
 mod gibbs_xor;

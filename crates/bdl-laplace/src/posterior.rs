@@ -223,7 +223,7 @@ impl SubnetLaplace {
     /// # use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
     /// # use bdl_tensor::Seed;
     /// # use candle_core::{DType, Device, Tensor};
-    /// # fn main() -> anyhow::Result<()> {
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// let net = Network::from(Mlp::new(MlpSpec::new(&[2, 4, 1], Activation::Tanh))?);
     /// let theta = net.init(Seed(0), DType::F64, &Device::Cpu)?;
     /// let map = MapEstimate::new(net, theta, Likelihood::Gaussian { sigma: 0.5 })?;

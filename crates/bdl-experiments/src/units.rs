@@ -1,0 +1,139 @@
+//! Resumable units: the independent pieces of a long run (splits, seeds), each saved the moment
+//! it finishes, so that a stopped paper profile continues where it stopped.
+//!
+//! A unit's result goes to `<ctx.dir>/units/<key>.json` together with the settings that
+//! produced it, written durably ([`bdl_tensor::write_atomically`]: a kill leaves the old file or
+//! the new one, never half of one). A later run of the same profile reads back every unit whose
+//! file holds the same settings and recomputes the others; a file that cannot be read (or was
+//! written under other settings) is recomputed and replaced, with a log line. Only the paper
+//! profile resumes: smoke and quick runs are short and always recompute.
+
+use std::path::PathBuf;
+
+use anyhow::{Context as _, Result};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{Context, Profile};
+
+/// The saved units of one run.
+pub struct Units {
+    /// `None` when the profile does not resume.
+    dir: Option<PathBuf>,
+    settings: serde_json::Value,
+    quiet: bool,
+}
+
+/// What a unit's file holds.
+#[derive(serde::Deserialize, Serialize)]
+struct Saved<R> {
+    settings: serde_json::Value,
+    result: R,
+}
+
+impl Units {
+    /// The units of the run `ctx` with these `settings` (saved under `ctx.dir/units` for the
+    /// paper profile).
+    pub fn new(ctx: &Context, settings: &impl Serialize) -> Result<Self> {
+        let dir = (ctx.profile == Profile::Paper).then(|| ctx.dir.join("units"));
+        if let Some(dir) = &dir {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("creating the units folder {}", dir.display()))?;
+        }
+        Ok(Self {
+            dir,
+            settings: serde_json::to_value(settings)?,
+            quiet: ctx.quiet,
+        })
+    }
+
+    /// The result of unit `key` (a file name: letters, digits, `-`, `_`, `.`): read back when
+    /// saved under the same settings, otherwise `run()` and saved.
+    pub fn get_or_run<R: Serialize + DeserializeOwned>(
+        &self,
+        key: &str,
+        run: impl FnOnce() -> Result<R>,
+    ) -> Result<R> {
+        let Some(dir) = &self.dir else {
+            return run();
+        };
+        assert!(
+            !key.is_empty()
+                && key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c)),
+            "unit keys are plain file names, got {key:?}"
+        );
+        let path = dir.join(format!("{key}.json"));
+        if let Ok(bytes) = std::fs::read(&path) {
+            match serde_json::from_slice::<Saved<R>>(&bytes) {
+                Ok(saved) if saved.settings == self.settings => return Ok(saved.result),
+                Ok(_) => self.log(format!("{key}: saved under other settings, recomputed")),
+                Err(e) => self.log(format!("{key}: unreadable ({e}), recomputed")),
+            }
+        }
+        let result = run()?;
+        let saved = Saved {
+            settings: self.settings.clone(),
+            result,
+        };
+        bdl_tensor::write_atomically(&path, &serde_json::to_vec(&saved)?)
+            .with_context(|| format!("saving unit {key}"))?;
+        Ok(saved.result)
+    }
+
+    fn log(&self, line: String) {
+        if !self.quiet {
+            eprintln!("  {line}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+
+    fn ctx(dir: &std::path::Path, profile: Profile) -> Context {
+        Context {
+            profile,
+            dir: dir.to_path_buf(),
+            data: dir.to_path_buf(),
+            quiet: true,
+        }
+    }
+
+    #[test]
+    fn paper_units_resume_and_others_recompute() {
+        let dir = std::env::temp_dir().join(format!("bdl-units-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let calls = Cell::new(0);
+        let unit = |units: &Units, value: u32| {
+            units
+                .get_or_run("wine-standard-3", || {
+                    calls.set(calls.get() + 1);
+                    Ok(vec![value])
+                })
+                .unwrap()
+        };
+        let paper = Units::new(&ctx(&dir, Profile::Paper), &("settings", 1)).unwrap();
+        assert_eq!(unit(&paper, 7), [7]);
+        assert_eq!(unit(&paper, 8), [7], "read back, not recomputed");
+        assert_eq!(calls.get(), 1);
+        // Other settings, or a damaged file: recomputed and replaced.
+        let other = Units::new(&ctx(&dir, Profile::Paper), &("settings", 2)).unwrap();
+        assert_eq!(unit(&other, 9), [9]);
+        let path = dir.join("units/wine-standard-3.json");
+        let bytes = std::fs::read(&path).unwrap();
+        std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+        assert_eq!(unit(&other, 10), [10]);
+        assert_eq!(unit(&other, 11), [10]);
+        assert_eq!(calls.get(), 3);
+        // The quick profile never saves or reads.
+        let quick = Units::new(&ctx(&dir, Profile::Quick), &("settings", 2)).unwrap();
+        assert_eq!(unit(&quick, 12), [12]);
+        assert_eq!(calls.get(), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
