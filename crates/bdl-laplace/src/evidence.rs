@@ -11,13 +11,19 @@
 //! and its gradient cost O(s) per evaluation, with no new factorisation. The same spectrum gives
 //! the validation predictive at every candidate: with U = J_val V,
 //! Var(f_val) = Σ_i U_i² / (g_i/σ² + λ).
+//!
+//! With fewer Jacobian rows than parameters (N·K < s, e.g. a full Laplace of 3,051 parameters on
+//! 1,000 points), G = MᵀM has rank at most N·K and its range comes from the small Gram matrix:
+//! M Mᵀ = U diag(g) Uᵀ gives the nonzero eigenvalues g and the eigenvectors V = Mᵀ U diag(g)^{-1/2}
+//! (N·K columns instead of s); the s − r zero eigenvalues enter every formula as λ alone, and the
+//! validation variance gains (‖J_val‖² − ‖U‖²)/λ for the part of J_val outside the range.
 
 use bdl_inference::{InvalidParam, MapEstimate, Optimizer, OptimizerState, Posterior, Validate};
 use bdl_likelihoods::{ClassLink, FunctionVariance, Likelihood};
 use bdl_models::Model;
 use candle_core::{DType, Tensor};
-use faer::Mat;
 use faer::diag::Diag;
+use faer::{Accum, Mat};
 
 use crate::{Error, LaplaceConfig, PriorPrecision, Result, SubnetLaplace, SubsetScaling};
 
@@ -27,7 +33,10 @@ pub struct Evidence {
     map: MapEstimate,
     subset: Vec<usize>,
     theta_s: Vec<f64>,
+    /// The r eigenvalues of G kept (all s, or the nonzero ones of a rank-deficient G); the
+    /// other s − r are zero.
     eigenvalues: Vec<f64>,
+    /// Their eigenvectors, s × r.
     eigenvectors: Mat<f64>,
     likelihood: Likelihood,
     /// Σ_n ‖f(x_n) − y_n‖² and NK, for a Gaussian likelihood.
@@ -79,8 +88,14 @@ impl Evidence {
                 (*other, None, ll)
             }
         };
-        let g = crate::ggn(model, theta, &unit, x, &subset, batch_size)?;
-        let (eigenvalues, eigenvectors) = eigen(&g)?;
+        let rows = bdl_inference::n_rows(x, "x")? * model.n_outputs();
+        let (eigenvalues, eigenvectors) = if rows < subset.len() {
+            eigen_of_range(&crate::ggn::factor_rows(
+                model, theta, &unit, x, &subset, batch_size,
+            )?)?
+        } else {
+            eigen(&crate::ggn(model, theta, &unit, x, &subset, batch_size)?)?
+        };
         let all: Vec<f64> = theta.to_dtype(DType::F64)?.to_vec1()?;
         Ok(Self {
             map: map.clone(),
@@ -104,11 +119,21 @@ impl Evidence {
         }
     }
 
+    /// The number of zero eigenvalues of G left out of the kept spectrum, s − r.
+    fn null_dimension(&self) -> f64 {
+        (self.subset.len() - self.eigenvalues.len()) as f64
+    }
+
     /// log Z(λ, σ) (σ is ignored for classification).
     pub fn log_evidence(&self, lambda: f64, sigma: f64) -> f64 {
         let c = self.precision_scale(sigma);
-        let s = self.eigenvalues.len() as f64;
-        let log_det: f64 = self.eigenvalues.iter().map(|g| (c * g + lambda).ln()).sum();
+        let s = self.subset.len() as f64;
+        let log_det: f64 = self
+            .eigenvalues
+            .iter()
+            .map(|g| (c * g + lambda).ln())
+            .sum::<f64>()
+            + self.null_dimension() * lambda.ln();
         let theta_sq: f64 = self.theta_s.iter().map(|t| t * t).sum();
         let log_lik = match self.residuals {
             Some((sse, n_obs)) => {
@@ -123,13 +148,14 @@ impl Evidence {
     /// (∂ log Z/∂ log λ, ∂ log Z/∂ log σ); the second is 0 for classification.
     pub fn gradient(&self, lambda: f64, sigma: f64) -> [f64; 2] {
         let c = self.precision_scale(sigma);
-        let s = self.eigenvalues.len() as f64;
+        let s = self.subset.len() as f64;
         let theta_sq: f64 = self.theta_s.iter().map(|t| t * t).sum();
         let trace: f64 = self
             .eigenvalues
             .iter()
             .map(|g| (c * g + lambda).recip())
-            .sum();
+            .sum::<f64>()
+            + self.null_dimension() / lambda;
         let d_lambda = -0.5 * (trace - s / lambda + theta_sq) * lambda;
         let d_sigma = match self.residuals {
             Some((sse, n_obs)) => {
@@ -208,9 +234,21 @@ impl Evidence {
         let j = model
             .jacobian(theta, &cache, &self.subset)?
             .to_dtype(DType::F64)?;
-        let projected = bdl_tensor::to_mat(&j)? * &self.eigenvectors;
+        let j = bdl_tensor::to_mat(&j)?;
+        let projected = &j * &self.eigenvectors;
+        // ‖J_val row‖² − ‖U row‖²: the part outside the kept range (only for a reduced one).
+        let outside = (self.null_dimension() > 0.0).then(|| {
+            (0..j.nrows())
+                .map(|r| {
+                    let total: f64 = j.row(r).iter().map(|v| v * v).sum();
+                    let inside: f64 = projected.row(r).iter().map(|v| v * v).sum();
+                    (total - inside).max(0.0)
+                })
+                .collect()
+        });
         Ok(Validation {
             projected,
+            outside,
             mean: cache.output.to_dtype(DType::F64)?,
             y: y_val.clone(),
         })
@@ -223,9 +261,10 @@ impl Evidence {
         let (rows, s) = (val.projected.nrows(), val.projected.ncols());
         let var: Vec<f64> = (0..rows)
             .map(|r| {
-                (0..s)
+                let inside: f64 = (0..s)
                     .map(|i| val.projected[(r, i)].powi(2) / (c * self.eigenvalues[i] + lambda))
-                    .sum()
+                    .sum();
+                inside + val.outside.as_ref().map_or(0.0, |o| o[r] / lambda)
             })
             .collect();
         let var = Tensor::from_vec(var, val.mean.shape(), val.mean.device())?;
@@ -290,10 +329,48 @@ fn eigen(g: &Mat<f64>) -> Result<(Vec<f64>, Mat<f64>)> {
     Ok((values, vectors))
 }
 
+/// The nonzero spectrum of G = MᵀM from the Gram matrix M Mᵀ = U diag(g) Uᵀ (M has fewer rows
+/// than columns): eigenvalues g_i above the rank tolerance g_max · rows · ε, eigenvectors
+/// V = Mᵀ U diag(g)^{-1/2}. The products run on the current pool (their sums do not depend on
+/// it), the decomposition sequentially as in [`eigen`].
+fn eigen_of_range(m: &Mat<f64>) -> Result<(Vec<f64>, Mat<f64>)> {
+    use faer::linalg::matmul::matmul;
+    let par = faer::get_global_parallelism();
+    let rows = m.nrows();
+    let mut gram = Mat::<f64>::zeros(rows, rows);
+    matmul(
+        gram.as_mut(),
+        Accum::Replace,
+        m.as_ref(),
+        m.transpose(),
+        1.0,
+        par,
+    );
+    let (values, vectors) = eigen(&gram)?;
+    let largest = values.iter().copied().fold(0.0, f64::max);
+    let tolerance = largest * rows as f64 * f64::EPSILON;
+    let kept: Vec<usize> = (0..rows).filter(|&i| values[i] > tolerance).collect();
+    let u = Mat::from_fn(rows, kept.len(), |r, c| {
+        vectors[(r, kept[c])] / values[kept[c]].sqrt()
+    });
+    let mut v = Mat::<f64>::zeros(m.ncols(), kept.len());
+    matmul(
+        v.as_mut(),
+        Accum::Replace,
+        m.transpose(),
+        u.as_ref(),
+        1.0,
+        par,
+    );
+    Ok((kept.iter().map(|&i| values[i]).collect(), v))
+}
+
 /// Validation data projected on the GGN's eigenvectors (see [`Evidence::validation`]).
 #[derive(Debug)]
 pub struct Validation {
     projected: Mat<f64>,
+    /// Per row, the squared norm of J_val outside the kept eigenvectors (a reduced range only).
+    outside: Option<Vec<f64>>,
     mean: Tensor,
     y: Tensor,
 }

@@ -9,7 +9,7 @@ use bdl_likelihoods::Likelihood;
 use bdl_models::{Cache, Model};
 use candle_core::{DType, Tensor};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
-use faer::{Accum, Mat, Par};
+use faer::{Accum, Mat};
 
 use crate::Result;
 
@@ -47,6 +47,11 @@ fn for_each_batch(
 
 /// H_S = Σ_n J_S(x_n)ᵀ Λ_n J_S(x_n) for the parameter columns `subset`, over the rows of `x` in
 /// minibatches of `batch_size`; an |S| × |S| symmetric positive semi-definite matrix in f64.
+///
+/// The rows of M are gathered over minibatches into chunks of about [`CHUNK_BYTES`] and each
+/// chunk is one symmetric rank-k update on every thread of the current pool: a rank-250 update
+/// per minibatch leaves most of the machine idle. The chunks depend on the data and s only, so
+/// the sums, and the result, are the same bits on any number of threads.
 pub fn ggn(
     model: &impl Model,
     theta: &Tensor,
@@ -57,32 +62,92 @@ pub fn ggn(
 ) -> Result<Mat<f64>> {
     let s = subset.len();
     let mut h = Mat::<f64>::zeros(s, s);
-    for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
-        let (b, k, _) = factor.dims3()?;
-        let j = model.jacobian(theta, cache, subset)?.reshape((b, k, s))?;
-        let m = factor.transpose(1, 2)?.matmul(&j)?.reshape((b * k, s))?;
+    let chunk_rows = (CHUNK_BYTES / (8 * s.max(1))).max(1);
+    let mut pending: Vec<Mat<f64>> = Vec::new();
+    let flush = |pending: &mut Vec<Mat<f64>>, h: &mut Mat<f64>| {
+        if pending.is_empty() {
+            return;
+        }
+        let m = stack(pending, s);
+        pending.clear();
         // Only the lower triangle of MᵀM is computed (a SYRK); the upper is mirrored at the end.
-        bdl_tensor::with_mat_ref(&m.to_dtype(DType::F64)?, |m| {
-            triangular::matmul(
-                h.as_mut(),
-                BlockStructure::TriangularLower,
-                Accum::Add,
-                m.transpose(),
-                BlockStructure::Rectangular,
-                m,
-                BlockStructure::Rectangular,
-                1.0,
-                Par::Seq,
-            );
-        })?;
+        triangular::matmul(
+            h.as_mut(),
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            m.transpose(),
+            BlockStructure::Rectangular,
+            m.as_ref(),
+            BlockStructure::Rectangular,
+            1.0,
+            faer::get_global_parallelism(),
+        );
+    };
+    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m| {
+        pending.push(m);
+        if pending.iter().map(Mat::nrows).sum::<usize>() >= chunk_rows {
+            flush(&mut pending, &mut h);
+        }
         Ok(())
     })?;
+    flush(&mut pending, &mut h);
     for j in 0..s {
         for i in 0..j {
             h[(i, j)] = h[(j, i)];
         }
     }
     Ok(h)
+}
+
+/// The bytes of the rows of M gathered for one rank-k update of [`ggn`].
+const CHUNK_BYTES: usize = 64 << 20;
+
+/// M, the rows M_n = L_nᵀ J_S(x_n) of every example stacked (N·K × |S|, f64): H_S = MᵀM.
+pub(crate) fn factor_rows(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: &Likelihood,
+    x: &Tensor,
+    subset: &[usize],
+    batch_size: usize,
+) -> Result<Mat<f64>> {
+    let mut parts = Vec::new();
+    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m| {
+        parts.push(m);
+        Ok(())
+    })?;
+    Ok(stack(&parts, subset.len()))
+}
+
+/// Visits the rows of M one minibatch at a time.
+fn for_each_factor_rows(
+    model: &impl Model,
+    theta: &Tensor,
+    likelihood: &Likelihood,
+    x: &Tensor,
+    subset: &[usize],
+    batch_size: usize,
+    mut visit: impl FnMut(Mat<f64>) -> Result<()>,
+) -> Result<()> {
+    let s = subset.len();
+    for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
+        let (b, k, _) = factor.dims3()?;
+        let j = model.jacobian(theta, cache, subset)?.reshape((b, k, s))?;
+        let m = factor.transpose(1, 2)?.matmul(&j)?.reshape((b * k, s))?;
+        visit(bdl_tensor::to_mat(&m.to_dtype(DType::F64)?)?)
+    })
+}
+
+/// The row blocks `parts` (each with `cols` columns) one under the other.
+fn stack(parts: &[Mat<f64>], cols: usize) -> Mat<f64> {
+    let rows = parts.iter().map(Mat::nrows).sum();
+    let mut out = Mat::<f64>::zeros(rows, cols);
+    let mut at = 0;
+    for p in parts {
+        out.subrows_mut(at, p.nrows()).copy_from(p);
+        at += p.nrows();
+    }
+    out
 }
 
 /// The diagonal of the full GGN, diag(Σ_n J_nᵀ Λ_n J_n) ∈ ℝᴰ, without any Jacobian
