@@ -48,7 +48,7 @@ fn for_each_batch(
 /// H_S = Σ_n J_S(x_n)ᵀ Λ_n J_S(x_n) for the parameter columns `subset`, over the rows of `x` in
 /// minibatches of `batch_size`; an |S| × |S| symmetric positive semi-definite matrix in f64.
 ///
-/// The rows of M are gathered over minibatches into chunks of about [`CHUNK_BYTES`] and each
+/// The rows of M are gathered over minibatches into chunks of about 64 MB and each
 /// chunk is one symmetric rank-k update on every thread of the current pool: a rank-250 update
 /// per minibatch leaves most of the machine idle. The chunks depend on the data and s only, so
 /// the sums, and the result, are the same bits on any number of threads.
