@@ -387,6 +387,30 @@ mod tests {
         }
     }
 
+    /// The documented rule for an initial precision below λ: the natural methods start at the
+    /// prior's precision (s₁ = 0), exactly as without one; above λ they start at it.
+    #[test]
+    fn an_initial_precision_below_the_prior_starts_at_the_prior() {
+        let (n, lambda) = (10, 2.0);
+        for method in [
+            Method::Vadam {
+                learning_rate: 0.1,
+                beta1: 0.9,
+                beta2: 0.99,
+            },
+            Method::Vogn {
+                learning_rate: 0.1,
+                beta: 0.99,
+            },
+        ] {
+            let sigma = |p0: f64| State::new(method.clone(), vec![0.0; 3], n, lambda, p0).sigma();
+            assert_eq!(sigma(0.5), vec![lambda.sqrt().recip(); 3], "{method:?}");
+            assert_eq!(sigma(lambda), sigma(0.5));
+            let above = sigma(8.0)[0];
+            assert!((above - 8.0f64.sqrt().recip()).abs() < 1e-15, "{above}");
+        }
+    }
+
     /// One step of each method on one parameter, against the formulas worked by hand
     /// (N = 10, λ = 2, so λ̃ = 0.2; μ = 1).
     #[test]

@@ -23,7 +23,11 @@ pub struct VariationalConfig {
     pub method: Method,
     /// The prior precision λ of N(0, λ⁻¹ I).
     pub prior_precision: f64,
-    /// The initial precision N s₁ + λ of every weight (λ when `None`: σ₁ is the prior's).
+    /// The initial precision N s₁ + λ of every weight (λ when `None`: σ₁ is the prior's). For
+    /// the natural-gradient methods (VON, VOGN, Vprop, Vadam) the precision N s + λ is never
+    /// below λ, since s is a sum of squared gradients: a value below λ starts them at s₁ = 0,
+    /// the prior's precision, as `None` does. VadaGrad reads it as 1/σ₁²; IVON and BBVI start
+    /// from their own hyper-parameters.
     pub init_precision: Option<f64>,
     /// Passes over the data.
     pub epochs: usize,
