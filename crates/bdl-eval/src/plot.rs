@@ -56,6 +56,32 @@ impl Panel {
         }
     }
 
+    /// A reliability diagram: the accuracy of each non-empty confidence bin against its mean
+    /// confidence, over the diagonal of perfect calibration.
+    ///
+    /// ```
+    /// use bdl_eval::metrics::ReliabilityBin;
+    /// use bdl_eval::plot::{Figure, Panel};
+    /// let bin = |lower: f64, count, confidence, accuracy| ReliabilityBin {
+    ///     lower, upper: lower + 0.5, count, confidence, accuracy,
+    /// };
+    /// let panel = Panel::reliability("MAP at 60°", &[bin(0.0, 0, 0.0, 0.0), bin(0.5, 7, 0.8, 0.6)]);
+    /// assert!(Figure::new(1).panel(panel).to_svg().contains("<circle"));
+    /// ```
+    pub fn reliability(title: impl Into<String>, bins: &[crate::metrics::ReliabilityBin]) -> Self {
+        let used: Vec<_> = bins.iter().filter(|b| b.count > 0).collect();
+        let confidence: Vec<f64> = used.iter().map(|b| b.confidence).collect();
+        let accuracy: Vec<f64> = used.iter().map(|b| b.accuracy).collect();
+        let mut panel = Self::new(title);
+        panel
+            .labels("confidence", "accuracy")
+            .y_range(0.0, 1.0)
+            .line(&[0.0, 1.0], &[0.0, 1.0], "#999999")
+            .line(&confidence, &accuracy, "#1f77b4")
+            .points(&confidence, &accuracy, "#1f77b4");
+        panel
+    }
+
     /// Sets the axis labels.
     pub fn labels(&mut self, x: impl Into<String>, y: impl Into<String>) -> &mut Self {
         self.x_label = x.into();
