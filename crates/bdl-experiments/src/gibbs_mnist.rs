@@ -39,7 +39,7 @@ use bdl_mcmc::{
     BatchMode, Blocking, Chain, ChainConfig, ChainWindow, GibbsConfig, Keep, Precision,
     ProposalVariance,
 };
-use bdl_models::{Activation, Mlp, MlpSpec, Network};
+use bdl_models::{Activation, Mlp, MlpSpec, Model as _, Network};
 use bdl_tensor::{Seed, SubBlocks};
 use serde::Serialize;
 
@@ -183,6 +183,9 @@ struct Row {
     /// Acceptance rate of every layer after the burn-in.
     layer_acceptance: Vec<f64>,
     min_block_acceptance: f64,
+    /// Effective sample sizes of the recorded draws after the burn-in, per layer (Geyer's
+    /// initial monotone sequence estimator).
+    ess: Vec<bdl_mcmc::LayerEss>,
     /// Test accuracy of the Bayesian marginal over the draws of the last `prediction_window`
     /// iterations (one draw recorded every `record_every`).
     test_accuracy: f64,
@@ -345,6 +348,11 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 })
             })
             .collect::<Result<Vec<_>>>()?;
+        let kept = chain.draws(&Keep {
+            burn_in: settings.burn_in,
+            ..Keep::default()
+        })?;
+        let ess = bdl_mcmc::ess_by_layer(&bdl_tensor::to_f64_vec(&kept.params)?, mlp.layout());
         let trace = chain.log_target_trace()?;
         let sampled = settings.iterations.saturating_sub(resumed_at).max(1);
         rows.push(Row {
@@ -355,6 +363,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             burn_in: settings.burn_in,
             layer_acceptance: main.layer_acceptance,
             min_block_acceptance: main.min_block_acceptance,
+            ess,
             test_accuracy: main.accuracy,
             prediction_window: settings.window,
             record_every: settings.record_every,
@@ -516,6 +525,7 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
         "proposal variances",
         "acceptance per layer",
         "lowest block acceptance",
+        "median ESS per layer",
         "test accuracy",
         "wall time (s)",
         "ms / iteration",
@@ -531,6 +541,14 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
                 .join(", "),
             list(&r.layer_acceptance, 3),
             format!("{:.3}", r.min_block_acceptance),
+            r.ess
+                .iter()
+                .map(|l| {
+                    l.median
+                        .map_or_else(|| "–".to_owned(), |m| format!("{m:.0}"))
+                })
+                .collect::<Vec<_>>()
+                .join(", "),
             format!("{:.3}", r.test_accuracy),
             format!("{:.1}", r.wall_s),
             format!("{:.2}", r.ms_per_iteration),
@@ -664,6 +682,7 @@ mod tests {
             burn_in: 50,
             layer_acceptance: layers.to_vec(),
             min_block_acceptance: min_block,
+            ess: Vec::new(),
             test_accuracy: accuracy,
             prediction_window: 100,
             record_every: 10,
