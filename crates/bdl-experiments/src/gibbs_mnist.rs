@@ -266,11 +266,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         })
         .collect::<Result<_>>()?;
     let dir_of = |config: &ChainConfig| {
-        let blocks = match config.gibbs.blocking {
-            Blocking::Layer => "layer",
-            Blocking::Node => "node",
-            Blocking::FinerNode { .. } => "finer-node",
-        };
+        let blocks = config.gibbs.blocking.slug();
         let BatchMode::Minibatch(batch) = config.gibbs.batch else {
             unreachable!("minibatches only")
         };
@@ -308,7 +304,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         let blocking = config.gibbs.blocking.clone();
         ctx.log(format!(
             "batch {batch}, {}: {} iterations in {wall_s:.1} s",
-            blocks_name(&blocking),
+            blocking.abbreviation(),
             settings.iterations
         ));
         let chain = Chain::open(&bdl_mcmc::chain_dir(&dir_of(config), 0))?;
@@ -501,7 +497,7 @@ fn claims(rows: &[Row]) -> Vec<Claim> {
             format!(
                 "LBG per layer {}; {} per layer {}, lowest block {:.3}",
                 list(&layer.layer_acceptance, 4),
-                blocks_name(&node.blocking),
+                node.blocking.abbreviation(),
                 list(&node.layer_acceptance, 3),
                 node.min_block_acceptance
             ),
@@ -533,7 +529,7 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
     for r in rows {
         t.row([
             r.batch_size.to_string(),
-            blocks_name(&r.blocking).to_owned(),
+            r.blocking.abbreviation().to_owned(),
             r.proposal_variances
                 .iter()
                 .map(|v| format!("{v:.2e}"))
@@ -594,15 +590,6 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
 
 const COLORS: [&str; 5] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
 
-/// LBG, NBG or FNBG.
-fn blocks_name(blocking: &Blocking) -> &'static str {
-    match blocking {
-        Blocking::Layer => "LBG",
-        Blocking::Node => "NBG",
-        Blocking::FinerNode { .. } => "FNBG",
-    }
-}
-
 fn figure(rows: &[Row], traces: &[(Vec<u64>, Vec<f64>)]) -> Figure {
     let main: Vec<&Row> = rows
         .iter()
@@ -627,7 +614,7 @@ fn figure(rows: &[Row], traces: &[(Vec<u64>, Vec<f64>)]) -> Figure {
             .iter()
             .map(|a| (a.iterations as f64, a.accuracy))
             .unzip();
-        let label = format!("{}, batch {}", blocks_name(&r.blocking), r.batch_size);
+        let label = format!("{}, batch {}", r.blocking.abbreviation(), r.batch_size);
         stopped
             .line(&xs, &ys, color)
             .points(&xs, &ys, color)
@@ -649,7 +636,7 @@ fn figure(rows: &[Row], traces: &[(Vec<u64>, Vec<f64>)]) -> Figure {
         let ys: Vec<f64> = values.iter().step_by(step).copied().collect();
         let mut panel = Panel::new(format!(
             "log-target, {}, batch {}",
-            blocks_name(&r.blocking),
+            r.blocking.abbreviation(),
             r.batch_size
         ));
         panel

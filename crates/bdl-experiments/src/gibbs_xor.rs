@@ -420,11 +420,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             Row {
                 network: network.clone(),
                 scenario: scenario.to_owned(),
-                blocking: match run.blocking {
-                    Blocking::Layer => "layer",
-                    _ => "node",
-                }
-                .to_owned(),
+                blocking: run.blocking.slug().to_owned(),
                 batch_size: match run.batch {
                     BatchMode::Exact => None,
                     BatchMode::Minibatch(b) => Some(b),

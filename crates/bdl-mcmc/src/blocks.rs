@@ -33,6 +33,16 @@ pub enum Blocking {
         /// One entry per layer.
         split: Vec<Option<SubBlocks>>,
     },
+    /// Subnetwork inference: the blocks of `within` restricted to the flat indices `subset`
+    /// (for example a selection of `bdl_laplace::selection`), blocks left empty dropped. Every
+    /// other parameter keeps the value the chain starts from (the MAP, for a subnetwork
+    /// posterior with the rest fixed).
+    Subnetwork {
+        /// The parameters sampled, distinct and below D.
+        subset: Vec<usize>,
+        /// How they are grouped.
+        within: Box<Blocking>,
+    },
 }
 
 /// One Gibbs block: a set of flat parameter indices inside one layer.
@@ -48,6 +58,26 @@ pub struct Block {
 }
 
 impl Blocking {
+    /// The paper's abbreviation: LBG, NBG, FNBG (and SBG for a subnetwork).
+    pub fn abbreviation(&self) -> &'static str {
+        match self {
+            Blocking::Layer => "LBG",
+            Blocking::Node => "NBG",
+            Blocking::FinerNode { .. } => "FNBG",
+            Blocking::Subnetwork { .. } => "SBG",
+        }
+    }
+
+    /// A lowercase name for file and folder names: `layer`, `node`, `finer-node`, `subnetwork`.
+    pub fn slug(&self) -> &'static str {
+        match self {
+            Blocking::Layer => "layer",
+            Blocking::Node => "node",
+            Blocking::FinerNode { .. } => "finer-node",
+            Blocking::Subnetwork { .. } => "subnetwork",
+        }
+    }
+
     /// The blocks of `layout`, in sweep order (first layer first, then by node).
     ///
     /// ```
@@ -119,6 +149,39 @@ impl Blocking {
                     .iter()
                     .enumerate()
                     .flat_map(|(l, &s)| node_blocks(l, s))
+                    .collect()
+            }
+            Blocking::Subnetwork { subset, within } => {
+                let mut inside = vec![false; layout.len()];
+                for &i in subset {
+                    match inside.get_mut(i) {
+                        Some(seen @ false) => *seen = true,
+                        Some(true) => {
+                            return Err(InvalidParam::new(
+                                "blocking.subset",
+                                format!("index {i} twice"),
+                                "distinct indices",
+                            )
+                            .into());
+                        }
+                        None => {
+                            return Err(InvalidParam::new(
+                                "blocking.subset",
+                                format!("index {i}"),
+                                format!("below the model's {} parameters", layout.len()),
+                            )
+                            .into());
+                        }
+                    }
+                }
+                within
+                    .blocks(layout)?
+                    .into_iter()
+                    .filter_map(|block| {
+                        let indices: Vec<usize> =
+                            block.indices.into_iter().filter(|&i| inside[i]).collect();
+                        (!indices.is_empty()).then_some(Block { indices, ..block })
+                    })
                     .collect()
             }
         })

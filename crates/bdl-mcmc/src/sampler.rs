@@ -327,4 +327,59 @@ mod tests {
         ));
         assert!(new(&mlp, Likelihood::Bernoulli, &theta).is_ok());
     }
+
+    /// Subnetwork inference by Gibbs: a chain over S (within node and within layer blocks)
+    /// never moves a parameter outside S, and does move those inside; a bad subset is typed.
+    #[test]
+    fn a_subnetwork_chain_never_moves_a_parameter_outside_the_subset() {
+        let (train, _) = toy::noisy_xor(&bdl_data::root::fixtures(), NoisyXor::Small).unwrap();
+        let mlp = Mlp::new(MlpSpec::new(&[2, 4, 4, 1], Activation::Sigmoid)).unwrap();
+        let d = mlp.layout().len();
+        let subset = vec![0usize, 3, 9, 13, 20, 27, 32];
+        let theta0 = mlp.init(Seed(0), DType::F64, &Device::Cpu).unwrap();
+        let start: Vec<f64> = theta0.to_vec1().unwrap();
+        for within in [Blocking::Node, Blocking::Layer] {
+            let blocking = Blocking::Subnetwork {
+                subset: subset.clone(),
+                within: Box::new(within),
+            };
+            let config =
+                GibbsConfig::new(blocking, ProposalVariance::Common(0.05), BatchMode::Exact);
+            let config = bdl_inference::Validate::check(config).unwrap();
+            let mut sampler = Sampler::new(
+                &mlp,
+                Likelihood::Bernoulli,
+                &train,
+                &config,
+                &theta0,
+                Seed(1),
+            )
+            .unwrap();
+            let mut rng = Seed(2).rng();
+            let mut moved = vec![false; d];
+            for t in 0..200 {
+                sampler.iterate(t, &mut rng).unwrap();
+                let now: Vec<f64> = sampler.params().unwrap().to_vec1().unwrap();
+                for i in 0..d {
+                    if subset.contains(&i) {
+                        moved[i] |= now[i] != start[i];
+                    } else {
+                        assert_eq!(
+                            now[i].to_bits(),
+                            start[i].to_bits(),
+                            "parameter {i} moved at {t}"
+                        );
+                    }
+                }
+            }
+            assert!(subset.iter().all(|&i| moved[i]), "{moved:?}");
+        }
+        for bad in [vec![0, 0], vec![d]] {
+            let blocking = Blocking::Subnetwork {
+                subset: bad,
+                within: Box::new(Blocking::Node),
+            };
+            assert!(blocking.blocks(mlp.layout()).is_err());
+        }
+    }
 }
