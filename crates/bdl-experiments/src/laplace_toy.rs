@@ -275,12 +275,13 @@ fn run(ctx: &Context) -> Result<Outcome> {
     // One GGN over the weights; every posterior below uses its rows and columns.
     ctx.log(format!("GGN over the {n_weights} weights"));
     let full = SubnetLaplace::fit(map, &x, weights.clone(), &config(SubsetScaling::None)?)?;
+    let full_ggn = full.ggn();
     let position = |i: usize| weights.binary_search(&i).expect("a weight");
     let ggn_of = |subset: &[usize]| {
         let at: Vec<usize> = subset.iter().map(|&i| position(i)).collect();
-        Mat::from_fn(at.len(), at.len(), |a, b| full.ggn()[(at[a], at[b])])
+        Mat::from_fn(at.len(), at.len(), |a, b| full_ggn[(at[a], at[b])])
     };
-    let h: Vec<f64> = (0..n_weights).map(|i| full.ggn()[(i, i)]).collect();
+    let h: Vec<f64> = (0..n_weights).map(|i| full_ggn[(i, i)]).collect();
     let mut h_all = vec![0.0; d];
     for (&i, &v) in weights.iter().zip(&h) {
         h_all[i] = v;

@@ -156,7 +156,7 @@ fn run(case: &Case) {
     let laplace = SubnetLaplace::fit(&map, x, chosen.indices, &config).unwrap();
     case.check(
         "subnet_ggn",
-        &mat_values(laplace.ggn())
+        &mat_values(laplace.ggn().as_ref())
             .iter()
             .map(|h| h * unscale)
             .collect::<Vec<_>>(),

@@ -400,3 +400,41 @@ fn subnet_of_all_parameters_is_the_dense_full_laplace() {
         assert!((post.log_det_precision() - log_det).abs() <= 1e-9 * log_det.abs());
     }
 }
+
+/// The posterior keeps H_S in the strict upper triangle of its Cholesky factor's matrix: the
+/// GGN it returns is the one it was fitted with, bit for bit, and P_S = H_S + diag(λ_S) is
+/// reproduced by L Lᵀ (to rounding).
+#[test]
+fn the_packed_posterior_keeps_the_ggn_and_its_factor() {
+    let (model, theta, x) = setup(Seed(21), 2, 25);
+    let lik = likelihood(2);
+    let config = LaplaceConfig {
+        prior: PriorPrecision::Scalar(0.9),
+        subset_scaling: SubsetScaling::None,
+        batch_size: 6,
+    };
+    let subset = vec![1, 2, 5, 8, 13, 21, 30];
+    let h = bdl_laplace::ggn(&model, &theta, &lik, &x, &subset, 6).unwrap();
+    let post =
+        SubnetLaplace::fit(&estimate(&model, &theta, lik), &x, subset, &valid(&config)).unwrap();
+    let kept = post.ggn();
+    let s = h.nrows();
+    for i in 0..s {
+        for j in 0..s {
+            assert_eq!(kept[(i, j)].to_bits(), h[(i, j)].to_bits(), "({i}, {j})");
+        }
+    }
+    // L Lᵀ from the covariance's inverse: Σ_S P_S = I.
+    let (p, sigma) = (post.precision(), post.covariance());
+    let product = &sigma * &p;
+    for i in 0..s {
+        for j in 0..s {
+            let expected = if i == j { 1.0 } else { 0.0 };
+            assert!(
+                (product[(i, j)] - expected).abs() < 1e-10,
+                "({i}, {j}): {}",
+                product[(i, j)]
+            );
+        }
+    }
+}
