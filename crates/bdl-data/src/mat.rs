@@ -82,14 +82,14 @@ fn parse(bytes: &[u8]) -> std::result::Result<Vec<(String, Array)>, String> {
         }
     };
     let mut arrays = Vec::new();
-    for element in Elements::new(bytes, 128, order, true) {
+    for element in Elements::new(bytes, 128, order) {
         let Element { kind, at, data } = element?;
         match kind {
             MI_MATRIX => arrays.push(matrix(data, at + 8, order)?),
             MI_COMPRESSED => {
                 let inflated = inflate(data)
                     .map_err(|e| format!("the compressed element at byte {at}: {e}"))?;
-                for inner in Elements::new(&inflated, 0, order, false) {
+                for inner in Elements::new(&inflated, 0, order) {
                     let inner = inner
                         .map_err(|e| format!("inside the compressed element at byte {at}: {e}"))?;
                     if inner.kind == MI_MATRIX {
@@ -168,19 +168,16 @@ struct Elements<'a> {
     /// Offsets count from here in messages.
     base: usize,
     failed: bool,
-    /// The last element may end without its padding (writers differ).
-    lenient_end: bool,
 }
 
 impl<'a> Elements<'a> {
-    fn new(bytes: &'a [u8], start: usize, order: Order, lenient_end: bool) -> Self {
+    fn new(bytes: &'a [u8], start: usize, order: Order) -> Self {
         Self {
             bytes,
             at: start,
             order,
             base: 0,
             failed: false,
-            lenient_end,
         }
     }
 
@@ -223,15 +220,8 @@ impl<'a> Elements<'a> {
         } else {
             size.next_multiple_of(8)
         };
-        self.at = if padded <= left {
-            at + 8 + padded
-        } else if self.lenient_end {
-            self.bytes.len()
-        } else {
-            return Err(format!(
-                "the data element at byte {offset} lacks its padding"
-            ));
-        };
+        // The last element may end without its padding (writers differ).
+        self.at = (at + 8 + padded).min(self.bytes.len());
         Ok(Element {
             kind,
             at: offset,
@@ -259,7 +249,7 @@ impl<'a> Iterator for Elements<'a> {
 fn matrix(data: &[u8], at: usize, order: Order) -> std::result::Result<(String, Array), String> {
     let mut parts = Elements {
         base: at,
-        ..Elements::new(data, 0, order, true)
+        ..Elements::new(data, 0, order)
     };
     let mut part = |what: &str| {
         parts
