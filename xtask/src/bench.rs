@@ -246,18 +246,7 @@ fn ggn_laplace(s: Option<usize>) -> Result<()> {
     };
     let var = Var::from_tensor(&theta)?;
     let naive = || -> Result<f64> {
-        let mut jac = faer::Mat::<f64>::zeros(n, d);
-        for i in 0..n {
-            let f = model
-                .forward(var.as_tensor(), &x.narrow(0, i, 1)?)?
-                .sum_all()?;
-            let g: Vec<f64> = f
-                .backward()?
-                .get(var.as_tensor())
-                .expect("θ is a Var")
-                .to_vec1()?;
-            jac.row_mut(i).iter_mut().zip(g).for_each(|(j, v)| *j = v);
-        }
+        let jac = autograd_jacobian(&model, &var, &x)?;
         let jac_s = faer::Mat::from_fn(n, s, |i, c| jac[(i, subset[c])]);
         let h = jac_s.transpose() * &jac_s * faer::Scale(sigma.powi(-2));
         let p = faer::Mat::from_fn(s, s, |i, j| h[(i, j)] + if i == j { lambda } else { 0.0 });
@@ -278,6 +267,25 @@ fn ggn_laplace(s: Option<usize>) -> Result<()> {
         || ours().map(drop),
         || naive().map(drop),
     )
+}
+
+/// The naive routes' Jacobian of a one-output MLP: one autograd backward pass per row of `x`,
+/// each giving the D-wide row ∂f(x_n)/∂θ.
+fn autograd_jacobian(model: &Mlp, theta: &Var, x: &Tensor) -> Result<faer::Mat<f64>> {
+    let n = x.dims()[0];
+    let mut jac = faer::Mat::<f64>::zeros(n, model.layout().len());
+    for i in 0..n {
+        let f = model
+            .forward(theta.as_tensor(), &x.narrow(0, i, 1)?)?
+            .sum_all()?;
+        let g: Vec<f64> = f
+            .backward()?
+            .get(theta.as_tensor())
+            .expect("θ is a Var")
+            .to_vec1()?;
+        jac.row_mut(i).iter_mut().zip(g).for_each(|(j, v)| *j = v);
+    }
+    Ok(jac)
 }
 
 /// The linearized predictive variance of the full Laplace of the MLP 8-50-50-1 (fitted on 1,000
@@ -318,18 +326,7 @@ fn linearized_predictive() -> Result<()> {
         || -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&post.f_covariance(&x_test, 500)?)?) };
     let var = Var::from_tensor(&theta)?;
     let naive = || -> Result<Vec<f64>> {
-        let mut jac = faer::Mat::<f64>::zeros(500, d);
-        for i in 0..500 {
-            let f = model
-                .forward(var.as_tensor(), &x_test.narrow(0, i, 1)?)?
-                .sum_all()?;
-            let g: Vec<f64> = f
-                .backward()?
-                .get(var.as_tensor())
-                .expect("θ is a Var")
-                .to_vec1()?;
-            jac.row_mut(i).iter_mut().zip(g).for_each(|(j, v)| *j = v);
-        }
+        let jac = autograd_jacobian(&model, &var, &x_test)?;
         let js = &jac * &sigma;
         Ok((0..500)
             .map(|i| (0..d).map(|c| js[(i, c)] * jac[(i, c)]).sum())
