@@ -206,25 +206,37 @@ fn cnn_sum_sq_grads() -> Result<()> {
     )
 }
 
+/// The network of the Laplace benchmarks: an MLP 8-50-50-1 ReLU at its initial parameters from
+/// `Seed(1)`, in f64.
+fn regression_mlp() -> Result<(Mlp, Tensor)> {
+    let model = Mlp::new(MlpSpec::new(&[8, 50, 50, 1], Activation::Relu))?;
+    let theta = model.init(Seed(1), DType::F64, &Device::Cpu)?;
+    Ok((model, theta))
+}
+
+/// `rows` × `cols` standard-normal draws (f64) from the stream `Seed(1).fork(name)`.
+fn standard_normal(name: &str, rows: usize, cols: usize) -> Result<Tensor> {
+    let mut rng = Seed(1).fork(name).rng();
+    Ok(bdl_tensor::normal(
+        &mut rng,
+        (rows, cols),
+        0.0,
+        1.0,
+        DType::F64,
+        &Device::Cpu,
+    )?)
+}
+
 /// GGN Laplace (GGN + Cholesky) over `s` parameters of an MLP 8-50-50-1 on 1,000 points in f64
 /// (all of them when `s` is `None`): ours (only the s Jacobian columns, from (a, δ) in
 /// minibatches, one rank-k update each) against the naive route of building the D-wide Jacobian
 /// first, one autograd backward pass per example, then slicing the s columns and forming JᵀΛJ.
 fn ggn_laplace(s: Option<usize>) -> Result<()> {
     let seed = Seed(1);
-    let device = Device::Cpu;
     let n = 1000;
-    let model = Mlp::new(MlpSpec::new(&[8, 50, 50, 1], Activation::Relu))?;
+    let (model, theta) = regression_mlp()?;
     let d = model.layout().len();
-    let theta = model.init(seed, DType::F64, &device)?;
-    let x = bdl_tensor::normal(
-        &mut seed.fork("x").rng(),
-        (n, 8),
-        0.0,
-        1.0,
-        DType::F64,
-        &device,
-    )?;
+    let x = standard_normal("x", n, 8)?;
     let sigma = 0.1;
     let likelihood = Likelihood::Gaussian { sigma };
     let lambda = 1.0;
@@ -293,22 +305,12 @@ fn autograd_jacobian(model: &Mlp, theta: &Var, x: &Tensor) -> Result<faer::Mat<f
 /// whitened by the Cholesky factor) against one autograd backward pass per test point for its
 /// D-wide Jacobian row, then J Σ Jᵀ with Σ = P⁻¹ formed beforehand (untimed).
 fn linearized_predictive() -> Result<()> {
-    let seed = Seed(1);
-    let device = Device::Cpu;
-    let model = Mlp::new(MlpSpec::new(&[8, 50, 50, 1], Activation::Relu))?;
+    let (model, theta) = regression_mlp()?;
     let d = model.layout().len();
-    let theta = model.init(seed, DType::F64, &device)?;
-    let normal = |name: &str, n: usize| {
-        bdl_tensor::normal(
-            &mut seed.fork(name).rng(),
-            (n, 8),
-            0.0,
-            1.0,
-            DType::F64,
-            &device,
-        )
-    };
-    let (x, x_test) = (normal("x", 1000)?, normal("x-test", 500)?);
+    let (x, x_test) = (
+        standard_normal("x", 1000, 8)?,
+        standard_normal("x-test", 500, 8)?,
+    );
     let map = MapEstimate::new(
         Network::from(model.clone()),
         theta.clone(),
@@ -353,23 +355,10 @@ fn linearized_predictive() -> Result<()> {
 /// s × s GGN and decomposes it. Both are checked to agree on (λ, σ).
 fn evidence_tuning() -> Result<()> {
     use bdl_laplace::Evidence;
-    let seed = Seed(1);
-    let device = Device::Cpu;
     let n = 1000;
-    let model = Mlp::new(MlpSpec::new(&[8, 50, 50, 1], Activation::Relu))?;
+    let (model, theta) = regression_mlp()?;
     let d = model.layout().len();
-    let theta = model.init(seed, DType::F64, &device)?;
-    let normal = |name: &str, cols: usize| {
-        bdl_tensor::normal(
-            &mut seed.fork(name).rng(),
-            (n, cols),
-            0.0,
-            1.0,
-            DType::F64,
-            &device,
-        )
-    };
-    let (x, y) = (normal("x", 8)?, normal("y", 1)?);
+    let (x, y) = (standard_normal("x", n, 8)?, standard_normal("y", n, 1)?);
     let likelihood = Likelihood::Gaussian { sigma: 0.5 };
     let map = MapEstimate::new(Network::from(model.clone()), theta.clone(), likelihood)?;
     let all: Vec<usize> = (0..d).collect();
