@@ -49,6 +49,20 @@ fn valid(config: &ChainConfig) -> Valid<ChainConfig> {
     config.clone().check().unwrap()
 }
 
+/// Runs (or resumes) chain 0 of [`minibatch_config`] on [`setup`]'s network and data in `dir`.
+fn run_minibatch_chain(dir: &Path) -> bdl_mcmc::Result<bdl_mcmc::ChainReport> {
+    let (mlp, train) = setup();
+    run_chain(
+        &mlp,
+        Likelihood::Bernoulli,
+        &train,
+        &valid(&minibatch_config()),
+        dir,
+        0,
+        &|_| {},
+    )
+}
+
 /// Everything a chain folder says, as bits: draws, their iterations, log-targets, acceptance.
 fn contents(dir: &Path) -> (Vec<u64>, Vec<u64>, Vec<u64>, Vec<u64>) {
     let chain = Chain::open(dir).unwrap();
@@ -301,18 +315,8 @@ fn keep_selects_iterations() {
 /// `Keep` with `last: u64::MAX` (from a config file) keeps everything instead of overflowing.
 #[test]
 fn damaged_chain_folders_are_named_errors() {
-    let (mlp, train) = setup();
     let dir = scratch("damaged");
-    let report = run_chain(
-        &mlp,
-        Likelihood::Bernoulli,
-        &train,
-        &valid(&minibatch_config()),
-        &dir,
-        0,
-        &|_| {},
-    )
-    .unwrap();
+    let report = run_minibatch_chain(&dir).unwrap();
     let chain = Chain::open(&report.dir).unwrap();
     let all = chain.draws(&Keep::default()).unwrap();
     let everything = Keep {
@@ -399,34 +403,15 @@ fn damaged_chunks_are_recomputed_or_named() {
 /// While one writer holds a chain folder, a second gets a clear error instead of colliding.
 #[test]
 fn a_second_writer_is_refused() {
-    let (mlp, train) = setup();
     let dir = scratch("second-writer");
     let cdir = chain_dir(&dir, 0);
     std::fs::create_dir_all(&cdir).unwrap();
     let held = std::fs::File::create(cdir.join("chain.lock")).unwrap();
     held.lock().unwrap(); // another writer, as far as the sampler can tell
-    let err = run_chain(
-        &mlp,
-        Likelihood::Bernoulli,
-        &train,
-        &valid(&minibatch_config()),
-        &dir,
-        0,
-        &|_| {},
-    )
-    .unwrap_err();
+    let err = run_minibatch_chain(&dir).unwrap_err();
     assert!(err.to_string().contains("another process"), "{err}");
     held.unlock().unwrap();
-    run_chain(
-        &mlp,
-        Likelihood::Bernoulli,
-        &train,
-        &valid(&minibatch_config()),
-        &dir,
-        0,
-        &|_| {},
-    )
-    .unwrap();
+    run_minibatch_chain(&dir).unwrap();
     std::fs::remove_dir_all(dir).ok();
 }
 
@@ -511,18 +496,8 @@ mod fuzz {
     fn seed_files() -> &'static Vec<(String, Vec<u8>)> {
         static FILES: std::sync::OnceLock<Vec<(String, Vec<u8>)>> = std::sync::OnceLock::new();
         FILES.get_or_init(|| {
-            let (mlp, train) = setup();
             let dir = scratch("fuzz-seed");
-            let report = run_chain(
-                &mlp,
-                Likelihood::Bernoulli,
-                &train,
-                &valid(&minibatch_config()),
-                &dir,
-                0,
-                &|_| {},
-            )
-            .unwrap();
+            let report = run_minibatch_chain(&dir).unwrap();
             let files = std::fs::read_dir(&report.dir)
                 .unwrap()
                 .map(|e| {
@@ -569,8 +544,7 @@ mod fuzz {
                 let _ = chain.acceptance(0);
                 let _ = chain.log_target_trace();
             }
-            let (mlp, train) = setup();
-            let _ = run_chain(&mlp, Likelihood::Bernoulli, &train, &valid(&minibatch_config()), &dir, 0, &|_| {});
+            let _ = run_minibatch_chain(&dir);
             std::fs::remove_dir_all(dir).ok();
         }
     }
