@@ -1,4 +1,21 @@
-//! The floating-point types the sampler computes in.
+//! The floating-point types the sampler computes in, and the branch-free elementwise functions
+//! its evaluator applies to whole rows of a batch.
+//!
+//! [`Real::exp`] and [`Real::ln`] are written without branches or table lookups (the special
+//! cases are selects), so a loop over a slice compiles to SIMD instructions; the standard
+//! library's `exp` and `ln` are calls into libm, one element at a time.
+//!
+//! - eˣ: x = n ln 2 + r with n = round(x / ln 2) and |r| ≤ ln 2 / 2 (ln 2 split in two parts,
+//!   Cody and Waite, so that r is exact); eʳ by its Taylor polynomial (degree 7 in f32, 13 in
+//!   f64, whose truncation errors 5·10⁻⁹ and 4·10⁻¹⁸ are below half an ulp); 2ⁿ written into
+//!   the exponent bits. n is read from the low mantissa bits of x·log₂e + 1.5·2ᵖ (p the mantissa
+//!   width), which is rounded to an integer by the addition itself.
+//! - ln x: x = m·2ᵉ with m ∈ [√½, √2); ln m = 2 atanh u = 2(u + u³/3 + u⁵/5 + …) with
+//!   u = (m − 1)/(m + 1), |u| ≤ 0.172 (6 terms in f32, 11 in f64); ln x = e ln 2 + ln m.
+//!
+//! Both are within 2 ulp of the correctly rounded value over their whole range (tested against
+//! the standard library on dense grids). Results that underflow the normal range are flushed
+//! to 0 (eˣ for x below −87.3 in f32, −708.3 in f64).
 
 use bdl_models::Activation;
 use candle_core::WithDType;
@@ -12,31 +29,178 @@ mod sealed {
 /// f32 or f64: the dtype of the parameters, in which the network is evaluated. Log-likelihoods,
 /// log-priors and acceptance ratios are always accumulated in f64.
 pub trait Real: WithDType + sealed::Sealed {
-    /// eˣ.
+    /// eˣ, within 2 ulp, branch-free (see the module documentation); 0 below the normal range,
+    /// +∞ above the largest finite value, NaN for NaN.
     fn exp(self) -> Self;
-    /// tanh x.
+    /// ln x, within 2 ulp, branch-free; −∞ at 0, NaN below 0 and for NaN, +∞ at +∞.
+    fn ln(self) -> Self;
+    /// tanh x (the standard library's).
     fn tanh(self) -> Self;
 }
 
-impl Real for f32 {
-    fn exp(self) -> Self {
-        f32::exp(self)
-    }
-    fn tanh(self) -> Self {
-        f32::tanh(self)
-    }
+/// p(x) = c₀ + x (c₁ + x (c₂ + …)), unrolled at compile time.
+macro_rules! horner {
+    ($x:expr; $c:expr) => { $c };
+    ($x:expr; $c:expr, $($rest:expr),+) => { $c + $x * horner!($x; $($rest),+) };
 }
 
-impl Real for f64 {
-    fn exp(self) -> Self {
-        f64::exp(self)
+/// `Real` for one float type; `$bits` its bit type, `$mant` its mantissa width, `$bias` its
+/// exponent bias, `[$lo, $hi]` the arguments whose eˣ is a normal number, then ln 2 split into a
+/// head with few bits (so that n · head is exact) and the rounded rest, the Taylor coefficients
+/// 1/k! and the odd-power coefficients 1/(2k + 1).
+macro_rules! real {
+    (
+        $t:ty, $bits:ty, $mant:expr, $bias:expr, [$lo:expr, $hi:expr],
+        ln2 = ($ln2_hi:expr, $ln2_lo:expr),
+        taylor = [$($taylor:expr),+],
+        atanh = [$($atanh:expr),+]
+    ) => {
+        impl Real for $t {
+            #[inline(always)]
+            fn exp(self) -> Self {
+                /// 1.5 · 2^mant: adding it rounds to an integer held in the low mantissa bits.
+                const ROUND: $t = 1.5 * (1u64 << $mant) as $t;
+                let x = self;
+                // NaN fails both comparisons and stays NaN.
+                let clamped = if x < $lo { $lo } else if x > $hi { $hi } else { x };
+                let t = clamped * std::f64::consts::LOG2_E as $t + ROUND;
+                let n = t - ROUND;
+                let r = (clamped - n * $ln2_hi) - n * $ln2_lo;
+                let p: $t = horner!(r; $($taylor),+);
+                // The bits of t are those of ROUND plus n; n + bias in the exponent field is 2ⁿ.
+                let scale = <$t>::from_bits(
+                    t.to_bits().wrapping_sub(ROUND.to_bits() - $bias) << $mant,
+                );
+                let y = p * scale;
+                if x < $lo { 0.0 } else if x > $hi { <$t>::INFINITY } else { y }
+            }
+
+            #[inline(always)]
+            fn ln(self) -> Self {
+                const MANTISSA: $bits = (1 << $mant) - 1;
+                /// 2^mant as a float, for reading an integer out of the low mantissa bits.
+                const INT: $t = (1u64 << $mant) as $t;
+                let x = self;
+                // Subnormals are scaled into the normal range first.
+                let tiny = x < <$t>::MIN_POSITIVE;
+                let scaled = if tiny { x * INT } else { x };
+                let bits = scaled.to_bits();
+                // The biased exponent as a float, from the bits of 2^mant + exponent.
+                let biased = <$t>::from_bits((bits >> $mant) | INT.to_bits()) - INT;
+                let m = <$t>::from_bits((bits & MANTISSA) | (1.0 as $t).to_bits());
+                let high = m > std::f64::consts::SQRT_2 as $t;
+                let m = if high { 0.5 * m } else { m };
+                let e = biased - $bias as $t + if high { 1.0 } else { 0.0 }
+                    - if tiny { $mant as $t } else { 0.0 };
+                let u = (m - 1.0) / (m + 1.0);
+                let u2 = u * u;
+                let ln_m = 2.0 * u * horner!(u2; $($atanh),+);
+                let y = e * $ln2_hi + (e * $ln2_lo + ln_m);
+                if x == <$t>::INFINITY {
+                    x
+                } else if x > 0.0 {
+                    y
+                } else if x == 0.0 {
+                    <$t>::NEG_INFINITY
+                } else {
+                    <$t>::NAN
+                }
+            }
+
+            fn tanh(self) -> Self {
+                <$t>::tanh(self)
+            }
+        }
+    };
+}
+
+real!(
+    f32,
+    u32,
+    23,
+    127,
+    [-87.33, 88.37],
+    ln2 = (f32::from_bits(0x3f31_8000), f32::from_bits(0xb95e_8083)),
+    taylor = [
+        1.0,
+        1.0,
+        1.0 / 2.0,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5040.0
+    ],
+    atanh = [1.0, 1.0 / 3.0, 1.0 / 5.0, 1.0 / 7.0, 1.0 / 9.0, 1.0 / 11.0]
+);
+
+real!(
+    f64,
+    u64,
+    52,
+    1023,
+    [-708.39, 709.0],
+    ln2 = (
+        f64::from_bits(0x3fe6_2e42_fee0_0000),
+        f64::from_bits(0x3dea_39ef_3579_3c76)
+    ),
+    taylor = [
+        1.0,
+        1.0,
+        1.0 / 2.0,
+        1.0 / 6.0,
+        1.0 / 24.0,
+        1.0 / 120.0,
+        1.0 / 720.0,
+        1.0 / 5040.0,
+        1.0 / 40320.0,
+        1.0 / 362880.0,
+        1.0 / 3628800.0,
+        1.0 / 39916800.0,
+        1.0 / 479001600.0,
+        1.0 / 6227020800.0
+    ],
+    atanh = [
+        1.0,
+        1.0 / 3.0,
+        1.0 / 5.0,
+        1.0 / 7.0,
+        1.0 / 9.0,
+        1.0 / 11.0,
+        1.0 / 13.0,
+        1.0 / 15.0,
+        1.0 / 17.0,
+        1.0 / 19.0,
+        1.0 / 21.0
+    ]
+);
+
+/// Runs `f` compiled for AVX2 when the processor has it, otherwise as built (SSE2 on x86-64).
+///
+/// Everything `f` calls must be `#[inline(always)]` to be compiled for AVX2 too. The results are
+/// the same either way: Rust never fuses a multiply and an add, and every sum here is taken in a
+/// fixed order, so eight lanes compute exactly what four or one would.
+#[inline(always)]
+pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    {
+        #[target_feature(enable = "avx2")]
+        fn avx2<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        if std::is_x86_feature_detected!("avx2") {
+            // The workspace's one `unsafe`: calling a function compiled for an instruction set
+            // extension is sound once the processor is known to have it.
+            // SAFETY: the processor has AVX2 (checked just above).
+            #[allow(unsafe_code)]
+            return unsafe { avx2(f) };
+        }
     }
-    fn tanh(self) -> Self {
-        f64::tanh(self)
-    }
+    f()
 }
 
 /// h = φ(z) elementwise, with the formulas of [`Activation::apply`] (σ(z) = 1 / (1 + e⁻ᶻ)).
+#[inline(always)]
 pub(crate) fn activate<T: Real>(act: Activation, z: &[T], h: &mut [T]) {
     let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
     let pairs = h.iter_mut().zip(z);
@@ -45,5 +209,93 @@ pub(crate) fn activate<T: Real>(act: Activation, z: &[T], h: &mut [T]) {
         Activation::Relu => pairs.for_each(|(h, &z)| *h = if z > zero { z } else { zero }),
         Activation::Tanh => pairs.for_each(|(h, &z)| *h = z.tanh()),
         Activation::Sigmoid => pairs.for_each(|(h, &z)| *h = one / (one + (zero - z).exp())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The distance in ulp between `a` and the reference `b` (both finite or equal).
+    fn ulps_f64(a: f64, b: f64) -> f64 {
+        if a == b {
+            return 0.0;
+        }
+        (a - b).abs() / (b.abs() * f64::EPSILON).max(f64::MIN_POSITIVE)
+    }
+
+    fn ulps_f32(a: f32, b: f32) -> f64 {
+        if a == b {
+            return 0.0;
+        }
+        f64::from((a - b).abs()) / (f64::from(b.abs()) * f64::from(f32::EPSILON)).max(1e-300)
+    }
+
+    /// `n` points from `lo` to `hi`, evenly spaced.
+    fn grid(lo: f64, hi: f64, n: usize) -> impl Iterator<Item = f64> {
+        (0..=n).map(move |i| lo + (hi - lo) * i as f64 / n as f64)
+    }
+
+    /// Against the standard library over the whole normal range, 2 ulp (the Taylor truncation
+    /// is below half an ulp; the rest is the rounding of about ten operations, observed ≤ 1.5).
+    #[test]
+    fn exp_within_two_ulp() {
+        let worst64 = grid(-708.0, 709.0, 400_000)
+            .chain(grid(-1.0, 1.0, 100_000))
+            .map(|x| ulps_f64(Real::exp(x), x.exp()))
+            .fold(0.0, f64::max);
+        assert!(worst64 <= 2.0, "f64 exp: {worst64} ulp");
+        let worst32 = grid(-87.0, 88.3, 400_000)
+            .chain(grid(-1.0, 1.0, 100_000))
+            .map(|x| x as f32)
+            .map(|x| ulps_f32(Real::exp(x), x.exp()))
+            .fold(0.0, f64::max);
+        assert!(worst32 <= 2.0, "f32 exp: {worst32} ulp");
+    }
+
+    #[test]
+    fn exp_special_values() {
+        for x in [f64::NEG_INFINITY, -1000.0, -709.0] {
+            assert_eq!(Real::exp(x), 0.0);
+        }
+        assert_eq!(Real::exp(f64::INFINITY), f64::INFINITY);
+        assert_eq!(Real::exp(710.0), f64::INFINITY);
+        assert!(Real::exp(f64::NAN).is_nan());
+        assert_eq!(Real::exp(0.0f64), 1.0);
+        assert_eq!(Real::exp(f32::NEG_INFINITY), 0.0);
+        assert_eq!(Real::exp(100.0f32), f32::INFINITY);
+        assert!(Real::exp(f32::NAN).is_nan());
+        assert_eq!(Real::exp(0.0f32), 1.0);
+    }
+
+    /// Against the standard library on decades from the subnormals to the largest floats, and
+    /// densely on [0.5, 10] (the log-sum-exp range), 2 ulp.
+    #[test]
+    fn ln_within_two_ulp() {
+        let decades64 = grid(-320.0, 308.0, 200_000).map(|e| 10f64.powf(e));
+        let worst64 = decades64
+            .chain(grid(0.5, 10.0, 200_000))
+            .map(|x| ulps_f64(Real::ln(x), x.ln()))
+            .fold(0.0, f64::max);
+        assert!(worst64 <= 2.0, "f64 ln: {worst64} ulp");
+        let decades32 = grid(-44.0, 38.0, 200_000).map(|e| 10f64.powf(e) as f32);
+        let worst32 = decades32
+            .chain(grid(0.5, 10.0, 200_000).map(|x| x as f32))
+            .filter(|x| *x > 0.0 && x.is_finite())
+            .map(|x| ulps_f32(Real::ln(x), x.ln()))
+            .fold(0.0, f64::max);
+        assert!(worst32 <= 2.0, "f32 ln: {worst32} ulp");
+    }
+
+    #[test]
+    fn ln_special_values() {
+        assert_eq!(Real::ln(0.0f64), f64::NEG_INFINITY);
+        assert_eq!(Real::ln(f64::INFINITY), f64::INFINITY);
+        assert!(Real::ln(-1.0f64).is_nan());
+        assert!(Real::ln(f64::NAN).is_nan());
+        assert_eq!(Real::ln(1.0f64), 0.0);
+        assert_eq!(Real::ln(0.0f32), f32::NEG_INFINITY);
+        assert!(Real::ln(-0.5f32).is_nan());
+        assert_eq!(Real::ln(1.0f32), 0.0);
     }
 }
