@@ -1,4 +1,4 @@
-//! Small SVG figures: panels of lines, ± bands and points, laid out in a grid.
+//! Small SVG figures: panels of lines, ± bands, points and box plots, laid out in a grid.
 //!
 //! ```
 //! use bdl_eval::plot::{Figure, Panel};
@@ -32,6 +32,12 @@ enum Item {
     Points {
         xs: Vec<f64>,
         ys: Vec<f64>,
+        color: String,
+    },
+    /// A box plot at x: minimum, lower quartile, median, upper quartile, maximum.
+    Box {
+        x: f64,
+        five: [f64; 5],
         color: String,
     },
 }
@@ -132,6 +138,38 @@ impl Panel {
         self
     }
 
+    /// A box plot of `values` at x: the box spans the quartiles (linear interpolation between
+    /// order statistics), the bar inside is the median, the whiskers reach the extremes.
+    /// Non-finite values are left out; no box is drawn when none is left.
+    ///
+    /// ```
+    /// use bdl_eval::plot::{Figure, Panel};
+    /// let mut panel = Panel::new("acceptance per node");
+    /// panel.boxes(1.0, &[0.2, 0.3, 0.35, 0.5], "#1f77b4").boxes(2.0, &[0.6, 0.7], "#1f77b4");
+    /// let svg = Figure::new(1).panel(panel).to_svg();
+    /// assert_eq!(svg.matches(r#"fill-opacity="0.25" stroke="#).count(), 2);
+    /// ```
+    pub fn boxes(&mut self, x: f64, values: &[f64], color: &str) -> &mut Self {
+        let mut sorted: Vec<f64> = values.iter().copied().filter(|v| v.is_finite()).collect();
+        if sorted.is_empty() {
+            return self;
+        }
+        sorted.sort_by(f64::total_cmp);
+        let quantile = |p: f64| {
+            let at = p * (sorted.len() - 1) as f64;
+            let (i, frac) = (at.floor() as usize, at.fract());
+            let next = sorted[(i + 1).min(sorted.len() - 1)];
+            sorted[i] + frac * (next - sorted[i])
+        };
+        let five = [0.0, 0.25, 0.5, 0.75, 1.0].map(quantile);
+        self.items.push(Item::Box {
+            x,
+            five,
+            color: color.into(),
+        });
+        self
+    }
+
     fn extent(&self) -> ((f64, f64), (f64, f64)) {
         let mut x = (f64::INFINITY, f64::NEG_INFINITY);
         let mut y = x;
@@ -144,6 +182,7 @@ impl Panel {
             let (xs, ys): (&[f64], Vec<&[f64]>) = match item {
                 Item::Line { xs, ys, .. } | Item::Points { xs, ys, .. } => (xs, vec![ys]),
                 Item::Band { xs, lo, hi, .. } => (xs, vec![lo, hi]),
+                Item::Box { x, five, .. } => (std::slice::from_ref(x), vec![&five[..]]),
             };
             xs.iter().for_each(|&v| grow(&mut x, v));
             ys.iter()
@@ -262,6 +301,19 @@ impl Panel {
                         pts.join(" ")
                     );
                 }
+                Item::Box { x, five, color } => {
+                    let [lo, q1, median, q3, hi] = five.map(py);
+                    let (x, half) = (px(*x), 6.0);
+                    let _ = write!(
+                        svg,
+                        r#"<line x1="{x:.1}" y1="{hi:.1}" x2="{x:.1}" y2="{q3:.1}" stroke="{color}"/><line x1="{x:.1}" y1="{q1:.1}" x2="{x:.1}" y2="{lo:.1}" stroke="{color}"/><rect x="{:.1}" y="{q3:.1}" width="{:.1}" height="{:.1}" fill="{color}" fill-opacity="0.25" stroke="{color}"/><line x1="{:.1}" y1="{median:.1}" x2="{:.1}" y2="{median:.1}" stroke="{color}" stroke-width="2"/>"#,
+                        x - half,
+                        2.0 * half,
+                        (q1 - q3).max(0.5),
+                        x - half,
+                        x + half
+                    );
+                }
                 Item::Points { xs, ys, color } => {
                     for (&x, &y) in xs.iter().zip(ys) {
                         let _ = write!(
@@ -350,6 +402,28 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Quartiles interpolate between order statistics; NaN is left out; nothing, no box.
+    #[test]
+    fn box_quartiles() {
+        let five = |values: &[f64]| {
+            let mut panel = Panel::new("");
+            panel.boxes(0.0, values, "#000");
+            match panel.items.first() {
+                Some(Item::Box { five, .. }) => Some(*five),
+                _ => None,
+            }
+        };
+        assert_eq!(
+            five(&[5.0, 1.0, 3.0, 2.0, 4.0]),
+            Some([1.0, 2.0, 3.0, 4.0, 5.0])
+        );
+        assert_eq!(
+            five(&[10.0, f64::NAN, 0.0]),
+            Some([0.0, 2.5, 5.0, 7.5, 10.0])
+        );
+        assert_eq!(five(&[f64::NAN]), None);
+    }
 
     #[test]
     fn ticks_are_round_and_inside() {

@@ -69,6 +69,10 @@ pub(crate) const EXPERIMENT: Entry = Entry {
 struct Settings {
     /// MLP widths.
     widths: &'static [usize],
+    /// The image collections, each sampled with every run.
+    collections: Vec<Collection>,
+    /// The batch size whose chains are sampled first (the paper's best).
+    first_batch: usize,
     /// Only the first this many training / test images (`None`: all).
     train_subset: Option<usize>,
     test_subset: Option<usize>,
@@ -108,6 +112,8 @@ impl Settings {
         };
         let quick = Settings {
             widths: WIDTHS,
+            collections: vec![Collection::Mnist, Collection::FashionMnist],
+            first_batch: 1000,
             train_subset: None,
             test_subset: None,
             runs: scaled(&[200, 600, 1000]),
@@ -129,6 +135,7 @@ impl Settings {
                 train_subset: Some(300),
                 test_subset: Some(200),
                 runs: scaled(&[50, 100]),
+                first_batch: 100,
                 layer_blocks: 1,
                 iterations: 50,
                 burn_in: 25,
@@ -141,6 +148,7 @@ impl Settings {
             },
             Profile::Quick => quick,
             Profile::Paper => Settings {
+                first_batch: 3000,
                 runs: vec![
                     (600, [0.05, 5e-4, 5e-4, 5e-5]),
                     (1800, [0.02, 2e-4, 2e-4, 2e-5]),
@@ -174,6 +182,8 @@ struct AccuracyAt {
 /// One batch size's chain, in `results.json`.
 #[derive(Debug, Serialize)]
 struct Row {
+    /// The image collection.
+    data: Collection,
     batch_size: usize,
     /// Per layer.
     proposal_variances: Vec<f64>,
@@ -183,6 +193,8 @@ struct Row {
     /// Acceptance rate of every layer after the burn-in.
     layer_acceptance: Vec<f64>,
     min_block_acceptance: f64,
+    /// Acceptance rate of every node after the burn-in, `[layer][node]` (sub-blocks summed).
+    node_acceptance: Vec<Vec<f64>>,
     /// Effective sample sizes of the recorded draws after the burn-in, per layer (Geyer's
     /// initial monotone sequence estimator).
     ess: Vec<bdl_mcmc::LayerEss>,
@@ -205,15 +217,18 @@ struct Row {
     resumed_at: u64,
 }
 
-fn load(ctx: &Context, settings: &Settings) -> Result<(Dataset, Dataset)> {
+fn load(ctx: &Context, settings: &Settings, collection: Collection) -> Result<(Dataset, Dataset)> {
     let first = |data: Dataset, n: Option<usize>| -> Result<Dataset> {
         Ok(match n {
             Some(n) if n < data.len() => data.select(&(0..n).collect::<Vec<_>>())?,
             _ => data,
         })
     };
-    let train = mnist::load(&ctx.data, Collection::Mnist, Part::Train).context("MNIST train")?;
-    let test = mnist::load(&ctx.data, Collection::Mnist, Part::Test).context("MNIST test")?;
+    let name = collection.folder();
+    let train =
+        mnist::load(&ctx.data, collection, Part::Train).with_context(|| format!("{name} train"))?;
+    let test =
+        mnist::load(&ctx.data, collection, Part::Test).with_context(|| format!("{name} test"))?;
     let (train, test) = (
         first(train, settings.train_subset)?,
         first(test, settings.test_subset)?,
@@ -225,10 +240,26 @@ fn load(ctx: &Context, settings: &Settings) -> Result<(Dataset, Dataset)> {
     ))
 }
 
+/// One chain of the experiment: a collection (index into the loaded data), a batch size with
+/// its variances, and the blocking.
+struct Run {
+    data: usize,
+    batch: usize,
+    variances: [f64; 4],
+    config: Valid<ChainConfig>,
+}
+
 /// Runs the experiment.
 fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile);
-    let (train, test) = load(ctx, &settings)?;
+    let data: Vec<(Collection, Dataset, Dataset)> = settings
+        .collections
+        .iter()
+        .map(|&c| {
+            let (train, test) = load(ctx, &settings, c)?;
+            Ok((c, train, test))
+        })
+        .collect::<Result<_>>()?;
     let mlp = Mlp::new(MlpSpec::new(WIDTHS, Activation::Sigmoid))?;
     let chains_dir = ctx.dir.join("chains");
     // As in gibbs-xor: the smoke and quick profiles sample afresh (their wall times are
@@ -237,16 +268,18 @@ fn run(ctx: &Context) -> Result<Outcome> {
         std::fs::remove_dir_all(&chains_dir)
             .with_context(|| format!("removing {}", chains_dir.display()))?;
     }
-    let mut runs: Vec<(usize, [f64; 4], Blocking)> = settings
-        .runs
-        .iter()
-        .map(|&(batch, variances)| (batch, variances, settings.blocking.clone()))
-        .collect();
+    // Every run on every collection; layer blocks (LBG) on the first collection only.
+    let mut plan: Vec<(usize, usize, [f64; 4], Blocking)> = Vec::new();
+    for d in 0..data.len() {
+        for &(batch, variances) in &settings.runs {
+            plan.push((d, batch, variances, settings.blocking.clone()));
+        }
+    }
     let (batch, variances) = settings.runs[settings.layer_blocks];
-    runs.push((batch, variances, Blocking::Layer));
-    let configs: Vec<(usize, [f64; 4], Valid<ChainConfig>)> = runs
+    plan.push((0, batch, variances, Blocking::Layer));
+    let runs: Vec<Run> = plan
         .into_iter()
-        .map(|(batch, variances, blocking)| {
+        .map(|(data, batch, variances, blocking)| {
             let gibbs = GibbsConfig::new(
                 blocking,
                 ProposalVariance::PerLayer(variances.to_vec()),
@@ -257,42 +290,68 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 chunk_len: settings.chunk_len,
                 record_every: settings.record_every,
                 precision: Precision::F32,
-                // The same seed at every batch size: the same θ₀.
+                // The same seed at every batch size and on both collections: the same θ₀.
                 seed: Seed(2023).fork("gibbs-mnist"),
                 ..ChainConfig::new(gibbs)
             }
             .check()?;
-            Ok((batch, variances, config))
+            Ok(Run {
+                data,
+                batch,
+                variances,
+                config,
+            })
         })
         .collect::<Result<_>>()?;
-    let dir_of = |config: &ChainConfig| {
-        let blocks = config.gibbs.blocking.slug();
-        let BatchMode::Minibatch(batch) = config.gibbs.batch else {
-            unreachable!("minibatches only")
-        };
-        chains_dir.join(format!("batch-{batch}_{blocks}"))
+    let dir_of = |run: &Run| {
+        chains_dir.join(format!(
+            "{}_batch-{}_{}",
+            data[run.data].0.folder(),
+            run.batch,
+            run.config.gibbs.blocking.slug()
+        ))
     };
 
-    // One chain per run, each on its own thread, largest batch first; a run's wall time is its
-    // own as long as there are no more workers than cores (`side_by_side`).
-    let total = settings.iterations * configs.len() as u64;
+    // One chain per run, each on its own thread: the paper's best batch size first, then the
+    // largest; a run's wall time is its own as long as there are no more workers than cores
+    // (`side_by_side`).
+    let total = settings.iterations * runs.len() as u64;
     let bar = ctx.bar(total, "iterations");
-    bar.set_message(format!("{} chains", configs.len()));
-    let mut order: Vec<usize> = (0..configs.len()).collect();
-    order.sort_by_key(|&i| std::cmp::Reverse(configs[i].0));
+    bar.set_message(format!("{} chains", runs.len()));
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| {
+        let r = &runs[i];
+        (
+            r.batch != settings.first_batch,
+            std::cmp::Reverse(r.batch),
+            r.data,
+        )
+    });
     let timed = side_by_side(&order, |&i| -> Result<(usize, f64, u64)> {
-        let (batch, _, config) = &configs[i];
+        let run = &runs[i];
+        let (collection, train, _) = &data[run.data];
         let progress = ChainProgress::new(&bar, 1);
         let start = Instant::now();
-        let report =
-            bdl_mcmc::run_chain(&mlp, LIKELIHOOD, &train, config, &dir_of(config), 0, &|r| {
-                progress.report(r)
-            })
-            .with_context(|| format!("sampling at batch size {batch}"))?;
-        progress.finish(config.iterations);
+        let report = bdl_mcmc::run_chain(
+            &mlp,
+            LIKELIHOOD,
+            train,
+            &run.config,
+            &dir_of(run),
+            0,
+            &|r| progress.report(r),
+        )
+        .with_context(|| {
+            format!(
+                "sampling {} at batch size {}",
+                collection.folder(),
+                run.batch
+            )
+        })?;
+        progress.finish(run.config.iterations);
         Ok((i, start.elapsed().as_secs_f64(), report.resumed_at))
     })?;
-    let mut walls = vec![(0.0, 0); configs.len()];
+    let mut walls = vec![(0.0, 0); runs.len()];
     for (i, wall, resumed_at) in timed {
         walls[i] = (wall, resumed_at);
     }
@@ -300,92 +359,181 @@ fn run(ctx: &Context) -> Result<Outcome> {
 
     let mut rows = Vec::new();
     let mut traces = Vec::new();
-    for ((batch, variances, config), (wall_s, resumed_at)) in configs.iter().zip(walls) {
-        let blocking = config.gibbs.blocking.clone();
+    for (run, (wall_s, resumed_at)) in runs.iter().zip(walls) {
+        let (collection, _, test) = &data[run.data];
+        let blocking = run.config.gibbs.blocking.clone();
         ctx.log(format!(
-            "batch {batch}, {}: {} iterations in {wall_s:.1} s",
+            "{}, batch {}, {}: {} iterations in {wall_s:.1} s",
+            collection.folder(),
+            run.batch,
             blocking.abbreviation(),
             settings.iterations
         ));
-        let chain = Chain::open(&bdl_mcmc::chain_dir(&dir_of(config), 0))?;
-        let last = |k: u64| Keep {
-            last: Some(k),
-            ..Keep::default()
-        };
-        let main = summarise(&chain, settings.burn_in, &last(settings.window), &test)?;
-        let accuracy_last = settings
-            .last_k
-            .iter()
-            .map(|&k| {
-                Ok(AccuracyAt {
-                    iterations: k,
-                    accuracy: accuracy(&chain.window(&last(k))?, &test)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let accuracy_stopped_at = settings
-            .stops
-            .iter()
-            .map(|&t| {
-                let draws = chain.draws(&Keep {
-                    burn_in: t.saturating_sub(settings.window),
-                    ..Keep::default()
-                })?;
-                let n = draws.iterations.iter().filter(|&&i| i < t).count();
-                let window = ChainWindow::new(
-                    Network::from(mlp.clone()),
-                    LIKELIHOOD,
-                    draws.params.narrow(0, 0, n)?,
-                    draws.iterations[..n].to_vec(),
-                )?;
-                Ok(AccuracyAt {
-                    iterations: t,
-                    accuracy: accuracy(&window, &test)?,
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        let kept = chain.draws(&Keep {
-            burn_in: settings.burn_in,
-            ..Keep::default()
-        })?;
-        let ess = bdl_mcmc::ess_by_layer(&bdl_tensor::to_f64_vec(&kept.params)?, mlp.layout());
-        let trace = chain.log_target_trace()?;
-        let sampled = settings.iterations.saturating_sub(resumed_at).max(1);
+        let chain = Chain::open(&bdl_mcmc::chain_dir(&dir_of(run), 0))?;
+        let (row, trace) = summarise_chain(&chain, &mlp, &settings, test, run, *collection)?;
         rows.push(Row {
-            batch_size: *batch,
-            proposal_variances: variances.to_vec(),
-            blocking,
-            iterations: settings.iterations,
-            burn_in: settings.burn_in,
-            layer_acceptance: main.layer_acceptance,
-            min_block_acceptance: main.min_block_acceptance,
-            ess,
-            test_accuracy: main.accuracy,
-            prediction_window: settings.window,
-            record_every: settings.record_every,
-            accuracy_last,
-            accuracy_stopped_at,
-            final_log_target: trace.1.last().copied().unwrap_or(f64::NAN),
             wall_s,
-            ms_per_iteration: 1e3 * wall_s / sampled as f64,
+            ms_per_iteration: 1e3 * wall_s
+                / settings.iterations.saturating_sub(resumed_at).max(1) as f64,
             resumed_at,
+            ..row
         });
         traces.push(trace);
     }
-    Ok(Outcome::new(
-        "gibbs-mnist: blocked Gibbs for MLP(784, 10, 10, 10, 10) on MNIST",
+    let (train_sizes, test_sizes): (Vec<usize>, Vec<usize>) =
+        data.iter().map(|(_, tr, te)| (tr.len(), te.len())).unzip();
+    let mut body = String::new();
+    let mut claims_all = Vec::new();
+    let mut figures = Vec::new();
+    for (d, (collection, _, _)) in data.iter().enumerate() {
+        let mine: Vec<usize> = (0..rows.len())
+            .filter(|&i| rows[i].data == *collection)
+            .collect();
+        let of = |i: &usize| &rows[*i];
+        let these: Vec<&Row> = mine.iter().map(of).collect();
+        let name = title_of(*collection);
+        body.push_str(&format!(
+            "## {name}\n\n{}\n",
+            table(&these, &settings, train_sizes[d], test_sizes[d])
+        ));
+        claims_all.extend(claims(&these).into_iter().map(|mut c| {
+            c.statement = format!("{name}: {}", c.statement);
+            c
+        }));
+        let its: Vec<&Traces> = mine.iter().map(|&i| &traces[i]).collect();
+        figures.push((
+            format!("gibbs-{}.svg", collection.folder()),
+            figure(&these, &its).to_svg(),
+        ));
+    }
+    let mut outcome = Outcome::new(
+        "gibbs-mnist: blocked Gibbs for MLP(784, 10, 10, 10, 10) on MNIST and Fashion-MNIST",
         &settings,
         &rows,
     )?
-    .body(table(&rows, &settings, train.len(), test.len()))
-    .claims(claims(&rows))
-    .figure("gibbs-mnist.svg", figure(&rows, &traces).to_svg()))
+    .body(body)
+    .claims(claims_all);
+    for (name, svg) in figures {
+        outcome = outcome.figure(name, svg);
+    }
+    Ok(outcome)
+}
+
+/// The collection's name in titles.
+fn title_of(collection: Collection) -> &'static str {
+    match collection {
+        Collection::Mnist => "MNIST",
+        Collection::FashionMnist => "Fashion-MNIST",
+    }
+}
+
+/// What a chain's figure panels draw besides its row.
+struct Traces {
+    /// The log-target at every recorded iteration.
+    log_target: (Vec<u64>, Vec<f64>),
+    /// Recorded iterations after the burn-in, and the first weight of each layer (node 0,
+    /// input 0) at each.
+    iterations: Vec<u64>,
+    weights: Vec<Vec<f64>>,
+}
+
+/// The row of one finished chain (wall time and resume point left at zero) and its traces.
+fn summarise_chain(
+    chain: &Chain,
+    mlp: &Mlp,
+    settings: &Settings,
+    test: &Dataset,
+    run: &Run,
+    collection: Collection,
+) -> Result<(Row, Traces)> {
+    let last = |k: u64| Keep {
+        last: Some(k),
+        ..Keep::default()
+    };
+    let main = summarise(chain, settings.burn_in, &last(settings.window), test)?;
+    let accuracy_last = settings
+        .last_k
+        .iter()
+        .map(|&k| {
+            Ok(AccuracyAt {
+                iterations: k,
+                accuracy: accuracy(&chain.window(&last(k))?, test)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let accuracy_stopped_at = settings
+        .stops
+        .iter()
+        .map(|&t| {
+            let draws = chain.draws(&Keep {
+                burn_in: t.saturating_sub(settings.window),
+                ..Keep::default()
+            })?;
+            let n = draws.iterations.iter().filter(|&&i| i < t).count();
+            let window = ChainWindow::new(
+                Network::from(mlp.clone()),
+                LIKELIHOOD,
+                draws.params.narrow(0, 0, n)?,
+                draws.iterations[..n].to_vec(),
+            )?;
+            Ok(AccuracyAt {
+                iterations: t,
+                accuracy: accuracy(&window, test)?,
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let kept = chain.draws(&Keep {
+        burn_in: settings.burn_in,
+        ..Keep::default()
+    })?;
+    let draws = bdl_tensor::to_f64_vec(&kept.params)?;
+    let ess = bdl_mcmc::ess_by_layer(&draws, mlp.layout());
+    let d = mlp.layout().len();
+    let segments = mlp.layout().segments();
+    let weights = mlp
+        .layout()
+        .layers()
+        .iter()
+        .map(|layer| {
+            let at = segments[layer.weight].offset;
+            draws.chunks_exact(d).map(|theta| theta[at]).collect()
+        })
+        .collect();
+    let trace = chain.log_target_trace()?;
+    let row = Row {
+        data: collection,
+        batch_size: run.batch,
+        proposal_variances: run.variances.to_vec(),
+        blocking: run.config.gibbs.blocking.clone(),
+        iterations: settings.iterations,
+        burn_in: settings.burn_in,
+        layer_acceptance: main.layer_acceptance,
+        min_block_acceptance: main.min_block_acceptance,
+        node_acceptance: main.node_acceptance,
+        ess,
+        test_accuracy: main.accuracy,
+        prediction_window: settings.window,
+        record_every: settings.record_every,
+        accuracy_last,
+        accuracy_stopped_at,
+        final_log_target: trace.1.last().copied().unwrap_or(f64::NAN),
+        wall_s: 0.0,
+        ms_per_iteration: 0.0,
+        resumed_at: 0,
+    };
+    let traces = Traces {
+        log_target: trace,
+        iterations: kept.iterations,
+        weights,
+    };
+    Ok((row, traces))
 }
 
 /// The node-block (or finer node-block) rows, by batch size.
-fn main_rows(rows: &[Row]) -> Vec<&Row> {
+fn main_rows<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
     let mut main: Vec<&Row> = rows
         .iter()
+        .copied()
         .filter(|r| r.blocking != Blocking::Layer)
         .collect();
     main.sort_by_key(|r| r.batch_size);
@@ -412,7 +560,7 @@ fn batches(rows: &[&Row]) -> String {
 }
 
 /// The paper's claims, decided on the rows.
-fn claims(rows: &[Row]) -> Vec<Claim> {
+fn claims(rows: &[&Row]) -> Vec<Claim> {
     let main = main_rows(rows);
     let mut claims = Vec::new();
 
@@ -514,7 +662,7 @@ fn claims(rows: &[Row]) -> Vec<Claim> {
 }
 
 /// The data tables and what they show (the claims are the report's).
-fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> String {
+fn table(rows: &[&Row], settings: &Settings, n_train: usize, n_test: usize) -> String {
     let mut t = Table::new([
         "batch size",
         "blocks",
@@ -552,6 +700,7 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
     }
     let main: Vec<&Row> = rows
         .iter()
+        .copied()
         .filter(|r| r.blocking == settings.blocking)
         .collect();
     let mut header = vec!["batch size".to_owned()];
@@ -590,11 +739,8 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
 
 const COLORS: [&str; 5] = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e"];
 
-fn figure(rows: &[Row], traces: &[(Vec<u64>, Vec<f64>)]) -> Figure {
-    let main: Vec<&Row> = rows
-        .iter()
-        .filter(|r| r.blocking != Blocking::Layer)
-        .collect();
+fn figure(rows: &[&Row], traces: &[&Traces]) -> Figure {
+    let main = main_rows(rows);
     let batches: Vec<f64> = main.iter().map(|r| r.batch_size as f64).collect();
     let accuracies: Vec<f64> = main.iter().map(|r| r.test_accuracy).collect();
     let mut by_batch = Panel::new("test accuracy vs batch size");
@@ -629,22 +775,44 @@ fn figure(rows: &[Row], traces: &[(Vec<u64>, Vec<f64>)]) -> Figure {
         .panel(by_batch)
         .panel(stopped)
         .panel(acceptance);
-    for ((r, (its, values)), color) in rows.iter().zip(traces).zip(COLORS.iter().cycle()) {
-        // At most about 2000 points per trace.
-        let step = its.len().div_ceil(2000).max(1);
-        let xs: Vec<f64> = its.iter().step_by(step).map(|&t| t as f64).collect();
-        let ys: Vec<f64> = values.iter().step_by(step).copied().collect();
-        let mut panel = Panel::new(format!(
-            "log-target, {}, batch {}",
-            r.blocking.abbreviation(),
-            r.batch_size
-        ));
-        panel
-            .labels("iteration", "ℓ̂(θ) + log p(θ)")
-            .line(&xs, &ys, color);
-        figure = figure.panel(panel);
+    // Per chain: its log-target, one weight per layer, and each layer's node acceptance rates.
+    for ((r, traces), color) in rows.iter().zip(traces).zip(COLORS.iter().cycle()) {
+        let (its, values) = &traces.log_target;
+        let what = format!("{}, batch {}", r.blocking.abbreviation(), r.batch_size);
+        let mut panel = Panel::new(format!("log-target, {what}"));
+        panel.labels("iteration", "ℓ̂(θ) + log p(θ)").line(
+            &thinned(&as_f64(its)),
+            &thinned(values),
+            color,
+        );
+        let mut weights = Panel::new(format!("one weight per layer, {what}"));
+        weights.labels("iteration (after burn-in)", "w_l[0, 0]");
+        for (l, (w, c)) in traces.weights.iter().zip(COLORS.iter().cycle()).enumerate() {
+            weights
+                .line(&thinned(&as_f64(&traces.iterations)), &thinned(w), c)
+                .legend(format!("layer {}", l + 1), c);
+        }
+        let mut nodes = Panel::new(format!("acceptance per node, {what}"));
+        nodes
+            .labels("layer", "node acceptance rate")
+            .y_range(0.0, 1.0);
+        for (l, rates) in r.node_acceptance.iter().enumerate() {
+            nodes.boxes((l + 1) as f64, rates, color);
+        }
+        figure = figure.panel(panel).panel(weights).panel(nodes);
     }
     figure
+}
+
+/// At most about 2000 evenly spaced entries of `values`.
+fn thinned(values: &[f64]) -> Vec<f64> {
+    let step = values.len().div_ceil(2000).max(1);
+    values.iter().step_by(step).copied().collect()
+}
+
+/// Iteration numbers as plot coordinates.
+fn as_f64(iterations: &[u64]) -> Vec<f64> {
+    iterations.iter().map(|&t| t as f64).collect()
 }
 
 #[cfg(test)]
@@ -662,6 +830,7 @@ mod tests {
         stopped: [f64; 2],
     ) -> Row {
         Row {
+            data: Collection::Mnist,
             batch_size: batch,
             proposal_variances: scaled_variances(batch).to_vec(),
             blocking,
@@ -669,6 +838,7 @@ mod tests {
             burn_in: 50,
             layer_acceptance: layers.to_vec(),
             min_block_acceptance: min_block,
+            node_acceptance: Vec::new(),
             ess: Vec::new(),
             test_accuracy: accuracy,
             prediction_window: 100,
@@ -695,7 +865,7 @@ mod tests {
     /// node blocks do not.
     #[test]
     fn claims_follow_the_rows() {
-        let rows = vec![
+        let rows = [
             row(
                 200,
                 Blocking::Node,
@@ -729,7 +899,10 @@ mod tests {
                 [0.4, 0.5],
             ),
         ];
-        let holds: Vec<bool> = claims(&rows).iter().map(|c| c.holds).collect();
+        let holds: Vec<bool> = claims(&rows.iter().collect::<Vec<_>>())
+            .iter()
+            .map(|c| c.holds)
+            .collect();
         assert_eq!(holds, [true, true, false, true]);
     }
 
@@ -737,7 +910,7 @@ mod tests {
     /// layer stays above 0.05, and the layer blocks do not collapse.
     #[test]
     fn claims_fail_on_contrary_rows() {
-        let rows = vec![
+        let rows = [
             row(
                 200,
                 Blocking::Node,
@@ -763,7 +936,10 @@ mod tests {
                 [0.4, 0.5],
             ),
         ];
-        let holds: Vec<bool> = claims(&rows).iter().map(|c| c.holds).collect();
+        let holds: Vec<bool> = claims(&rows.iter().collect::<Vec<_>>())
+            .iter()
+            .map(|c| c.holds)
+            .collect();
         assert_eq!(holds, [false, false, true, false]);
     }
 

@@ -208,6 +208,8 @@ pub(super) struct ChainSummary {
     pub(super) layer_acceptance: Vec<f64>,
     /// The lowest acceptance rate of any block after the burn-in.
     pub(super) min_block_acceptance: f64,
+    /// The acceptance rate of every node after the burn-in, `[layer][node]`.
+    pub(super) node_acceptance: Vec<Vec<f64>>,
     /// Test accuracy of the Bayesian marginal.
     pub(super) accuracy: f64,
 }
@@ -331,6 +333,7 @@ pub(super) fn summarise(
     Ok(ChainSummary {
         layer_acceptance: acceptance.layer_rates(chain.blocks()),
         min_block_acceptance: acceptance.rates().into_iter().fold(1.0, f64::min),
+        node_acceptance: acceptance.node_rates(chain.blocks()),
         accuracy,
     })
 }

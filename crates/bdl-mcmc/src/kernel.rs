@@ -111,6 +111,33 @@ impl Acceptance {
         sums.iter().map(|&(a, p)| a as f64 / p as f64).collect()
     }
 
+    /// The acceptance rate of every node, layer by layer (`[layer][node]`, nodes ascending):
+    /// accepted over proposed, summed over the node's sub-blocks; a block without a node (a
+    /// layer block) counts as one node of its layer.
+    ///
+    /// ```
+    /// use bdl_mcmc::{Acceptance, Block};
+    /// let block = |layer, node| Block { layer, node: Some(node), indices: vec![] };
+    /// let blocks = [block(0, 0), block(0, 0), block(0, 1), block(1, 0)];
+    /// let acceptance = Acceptance { accepted: vec![1, 3, 2, 0], proposed: vec![4, 4, 4, 4] };
+    /// assert_eq!(acceptance.node_rates(&blocks), vec![vec![0.5, 0.5], vec![0.0]]);
+    /// ```
+    pub fn node_rates(&self, blocks: &[Block]) -> Vec<Vec<f64>> {
+        let mut sums: std::collections::BTreeMap<(usize, Option<usize>), (u64, u64)> =
+            Default::default();
+        for (b, block) in blocks.iter().enumerate() {
+            let entry = sums.entry((block.layer, block.node)).or_default();
+            entry.0 += self.accepted[b];
+            entry.1 += self.proposed[b];
+        }
+        let n_layers = blocks.iter().map(|b| b.layer + 1).max().unwrap_or(0);
+        let mut rates = vec![Vec::new(); n_layers];
+        for ((layer, _), (a, p)) in sums {
+            rates[layer].push(a as f64 / p as f64);
+        }
+        rates
+    }
+
     /// Adds the counts of `other` (same blocks).
     #[track_caller]
     pub fn add(&mut self, other: &Acceptance) {
