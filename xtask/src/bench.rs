@@ -575,13 +575,6 @@ fn gibbs_paper_sweep(blocking: bdl_mcmc::Blocking) -> Result<()> {
         t += 1;
         Ok(ours.iterate(t, &mut rng_ours)?)
     })?;
-    if std::env::var_os("HACK_OURS").is_some() {
-        for _ in 0..60 {
-            t += 1;
-            ours.iterate(t, &mut rng_ours)?;
-        }
-        return Ok(());
-    }
     let t_naive = median_time(|| {
         Ok(kernel.sweep(
             &mut naive,
