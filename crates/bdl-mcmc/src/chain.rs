@@ -8,7 +8,8 @@
 //! - `chunk-KKKKKK.json`: the chunk's sidecar: its iterations, the seed of its proposal stream,
 //!   its per-block acceptance counts, the state's log-target;
 //! - `chain.json`: the manifest: the configuration (without the iteration count), the blocks,
-//!   and the list of complete chunks. It is rewritten (atomically) only after a chunk's files are
+//!   the pilot's report when the configuration has a pilot (the tuned variances the chain
+//!   samples with), and the list of complete chunks. It is rewritten (atomically) only after a chunk's files are
 //!   in place, so a chunk listed there is complete.
 //!
 //! Every chunk draws its proposals and acceptance tests from its own stream
@@ -37,7 +38,10 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
 use crate::sampler::Engine;
-use crate::{Acceptance, Block, ChainConfig, ChainWindow, Error, Precision, Real, Result, State};
+use crate::{
+    Acceptance, Block, ChainConfig, ChainWindow, Error, GibbsConfig, PilotReport, Precision,
+    ProposalVariance, Real, Result, State,
+};
 
 const FORMAT: &str = "bdl-mcmc chain v1";
 
@@ -64,6 +68,9 @@ struct Manifest {
     n_params: usize,
     n_examples: usize,
     blocks: Vec<Block>,
+    /// What the configuration's pilot found (the variances the chain samples with).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pilot: Option<PilotReport>,
     chunks: Vec<ChunkEntry>,
 }
 
@@ -236,6 +243,7 @@ fn run_typed<T: Real>(
         n_params,
         n_examples: train.len(),
         blocks: config.gibbs.kernel(mlp.layout())?.blocks().to_vec(),
+        pilot: None,
         chunks: Vec::new(),
     };
     std::fs::create_dir_all(&cdir).map_err(|source| bdl_tensor::Error::Io {
@@ -246,6 +254,7 @@ fn run_typed<T: Real>(
     let mut manifest = if manifest_path.exists() {
         let found = Manifest::read(&manifest_path)?;
         let settings = Manifest {
+            pilot: None,
             chunks: Vec::new(),
             ..found.clone()
         };
@@ -291,7 +300,22 @@ fn run_typed<T: Real>(
         }
     };
     let resumed_at = manifest.chunks.last().map_or(0, |c| c.end);
-    let mut engine = Engine::new(mlp, likelihood, train, &config.gibbs, state, seed)?;
+    // The pilot, before the first chunk, from θ₀ on its own stream; recorded at once.
+    if let (Some(pilot), None) = (&config.pilot, &manifest.pilot) {
+        let mut engine = Engine::new(mlp, likelihood, train, &config.gibbs, state.clone(), seed)?;
+        let initial = crate::pilot::initial(&config.gibbs.proposal, mlp.n_layers())?;
+        let mut rng = seed.fork("pilot").rng();
+        manifest.pilot = Some(crate::pilot::tune(&mut engine, initial, pilot, &mut rng)?);
+        write_manifest(&manifest_path, &manifest)?;
+    }
+    let gibbs = match &manifest.pilot {
+        Some(report) => GibbsConfig {
+            proposal: ProposalVariance::PerLayer(report.variances.clone()),
+            ..config.gibbs.clone()
+        },
+        None => config.gibbs.clone(),
+    };
+    let mut engine = Engine::new(mlp, likelihood, train, &gibbs, state, seed)?;
     let mut start = resumed_at;
     while start < config.iterations {
         let k = manifest.chunks.len() as u64;
@@ -341,12 +365,7 @@ fn run_typed<T: Real>(
             end,
             bytes: file_len(&path)?,
         });
-        let json =
-            serde_json::to_vec_pretty(&manifest).map_err(|source| bdl_tensor::Error::Json {
-                path: manifest_path.clone(),
-                source,
-            })?;
-        bdl_tensor::write_atomically(&manifest_path, &json)?;
+        write_manifest(&manifest_path, &manifest)?;
         progress(ChunkReport {
             chain,
             done: end,
@@ -360,6 +379,15 @@ fn run_typed<T: Real>(
         resumed_at,
         iterations: manifest.chunks.last().map_or(0, |c| c.end),
     })
+}
+
+/// Writes the manifest (atomically).
+fn write_manifest(path: &Path, manifest: &Manifest) -> Result<()> {
+    let json = serde_json::to_vec_pretty(manifest).map_err(|source| bdl_tensor::Error::Json {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(bdl_tensor::write_atomically(path, &json)?)
 }
 
 /// Takes the chain folder's lock (`chain.lock`, an advisory lock the system releases when the
@@ -501,6 +529,11 @@ impl Chain {
     /// The blocks, in sweep order.
     pub fn blocks(&self) -> &[Block] {
         &self.manifest.blocks
+    }
+
+    /// What the chain's pilot found (`None` when it had none).
+    pub fn pilot(&self) -> Option<&PilotReport> {
+        self.manifest.pilot.as_ref()
     }
 
     /// The kept draws (see [`Keep`]), from every chunk that holds one.

@@ -4,7 +4,7 @@ use bdl_inference::{InvalidParam, Validate, at_least_one, positive};
 use bdl_tensor::{ParamLayout, Seed};
 use serde::{Deserialize, Serialize};
 
-use crate::{Blocking, Kernel, OnReject, Result};
+use crate::{Blocking, Kernel, OnReject, Pilot, Result};
 
 /// The proposal variances v_b of θ'_b ~ N(θ_b, v_b I).
 ///
@@ -159,6 +159,11 @@ pub struct ChainConfig {
     pub precision: Precision,
     /// The root seed of all chains.
     pub seed: Seed,
+    /// A pilot run before the first chunk that tunes the per-layer proposal variances, starting
+    /// from `gibbs.proposal` (common or per layer); the chain samples with the tuned ones,
+    /// recorded in its manifest. `None`: sample with `gibbs.proposal`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pilot: Option<Pilot>,
 }
 
 impl ChainConfig {
@@ -171,6 +176,7 @@ impl ChainConfig {
             record_every: 1,
             precision: Precision::F32,
             seed: Seed(0),
+            pilot: None,
         }
     }
 
@@ -188,6 +194,9 @@ impl Validate for ChainConfig {
     /// A valid sampler, `chunk_len` ≥ 1 and `record_every` ≥ 1 dividing it.
     fn validate(&self) -> Result<(), InvalidParam> {
         self.gibbs.validate().map_err(|e| e.within("gibbs"))?;
+        if let Some(pilot) = &self.pilot {
+            pilot.validate().map_err(|e| e.within("pilot"))?;
+        }
         at_least_one("chunk_len", self.chunk_len as usize)?;
         at_least_one("record_every", self.record_every as usize)?;
         bdl_inference::require(

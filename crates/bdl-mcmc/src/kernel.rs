@@ -269,6 +269,16 @@ impl Kernel {
         &self.blocks
     }
 
+    /// The same kernel with other proposal variances (one per block).
+    pub(crate) fn with_variances(&self, variances: Vec<f64>) -> Result<Self> {
+        Self::new(
+            self.blocks.clone(),
+            variances,
+            self.prior_variance,
+            self.on_reject,
+        )
+    }
+
     /// The rejection rule.
     pub fn on_reject(&self) -> OnReject {
         self.on_reject

@@ -16,6 +16,9 @@
 //!   current state are cached, a block of layer l re-evaluates only the nodes it touches in layer
 //!   l (z_l\[o\] += a_l\[block\]·Δw) and the layers above; one iteration is one minibatch (or the
 //!   whole training set) and one sweep. It computes in f32 or f64, the dtype of the parameters.
+//! - [`Pilot`] tunes the per-layer proposal variances by pre-runs until every layer's
+//!   acceptance rate is inside a band ([`Sampler::tune`], or [`ChainConfig::pilot`] before a
+//!   chain, which records the tuned variances in its manifest).
 //! - [`run_chains`] runs chains in parallel with rayon and writes their draws in chunks
 //!   (safetensors with a JSON sidecar); an interrupted or extended chain resumes with exactly
 //!   the draws of an uninterrupted run. [`Chain`] reads the draws ([`Keep`]: burn-in, thinning,
@@ -33,6 +36,7 @@ mod error;
 mod ess;
 mod incremental;
 mod kernel;
+mod pilot;
 mod real;
 mod sampler;
 mod window;
@@ -43,6 +47,7 @@ pub use config::{BatchMode, ChainConfig, GibbsConfig, Precision, ProposalVarianc
 pub use error::{Error, Result};
 pub use ess::{LayerEss, effective_sample_size, ess_by_layer};
 pub use kernel::{Acceptance, BlockTarget, DensityTarget, Kernel, OnReject, State};
+pub use pilot::{Pilot, PilotReport};
 pub use real::Real;
 pub use sampler::Sampler;
 pub use window::ChainWindow;

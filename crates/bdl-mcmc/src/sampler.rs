@@ -8,7 +8,10 @@ use bdl_tensor::{ChaCha8Rng, Seed};
 use candle_core::{DType, Device, Tensor};
 
 use crate::incremental::IncrementalMlp;
-use crate::{Acceptance, BatchMode, Block, Error, GibbsConfig, Kernel, Real, Result, State};
+use crate::{
+    Acceptance, BatchMode, Block, Error, GibbsConfig, Kernel, Pilot, PilotReport, ProposalVariance,
+    Real, Result, State,
+};
 
 /// Which examples iteration t scores.
 #[derive(Clone, Debug)]
@@ -152,6 +155,13 @@ impl<T: Real> Engine<T> {
         self.kernel.blocks()
     }
 
+    /// Sets the proposal variance of every block to `variances[its layer]`.
+    pub(crate) fn set_layer_variances(&mut self, variances: &[f64]) -> Result<()> {
+        let per_block = self.blocks().iter().map(|b| variances[b.layer]).collect();
+        self.kernel = self.kernel.with_variances(per_block)?;
+        Ok(())
+    }
+
     /// The acceptance counts since the last call, leaving zeros.
     pub(crate) fn take_acceptance(&mut self) -> Acceptance {
         let n_blocks = self.blocks().len();
@@ -264,6 +274,43 @@ impl Sampler {
     /// before the first iteration.
     pub fn log_target(&self) -> Option<f64> {
         each!(&self.engine, e => e.state().log_target())
+    }
+
+    /// Tunes the per-layer proposal variances by a pilot (see [`Pilot`]) from the current
+    /// state, starting from `proposal` (common or per layer; `n_layers` layers), drawing from
+    /// `rng`; the sampler keeps the tuned variances and the pilot's final state, and its
+    /// acceptance counts restart from zero.
+    ///
+    /// ```
+    /// use bdl_data::toy::{self, NoisyXor};
+    /// use bdl_inference::Validate;
+    /// use bdl_likelihoods::Likelihood;
+    /// use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, Pilot, ProposalVariance, Sampler};
+    /// use bdl_models::{Activation, Mlp, MlpSpec};
+    /// use bdl_tensor::Seed;
+    /// use candle_core::{DType, Device};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (train, _) = toy::noisy_xor(&bdl_data::root::fixtures(), NoisyXor::Small)?;
+    /// let mlp = Mlp::new(MlpSpec::new(&[2, 2, 1], Activation::Sigmoid))?;
+    /// let proposal = ProposalVariance::Common(1.0);
+    /// let config = GibbsConfig::new(Blocking::Node, proposal.clone(), BatchMode::Exact).check()?;
+    /// let theta0 = mlp.init(Seed(0), DType::F64, &Device::Cpu)?;
+    /// let mut sampler = Sampler::new(&mlp, Likelihood::Bernoulli, &train, &config, &theta0, Seed(1))?;
+    /// let pilot = Pilot { sweeps: 100, ..Pilot::new([0.2, 0.5]) }.check()?;
+    /// let report = sampler.tune(&pilot, &proposal, 2, &mut Seed(2).rng())?;
+    /// assert_eq!(report.variances.len(), 2);
+    /// assert!(!report.converged || report.rates.iter().all(|&r| (0.2..=0.5).contains(&r)));
+    /// # Ok(()) }
+    /// ```
+    pub fn tune(
+        &mut self,
+        pilot: &Valid<Pilot>,
+        proposal: &ProposalVariance,
+        n_layers: usize,
+        rng: &mut ChaCha8Rng,
+    ) -> Result<PilotReport> {
+        let initial = crate::pilot::initial(proposal, n_layers)?;
+        each!(&mut self.engine, e => crate::pilot::tune(e, initial, pilot, rng))
     }
 
     /// The acceptance counts of every block so far.
