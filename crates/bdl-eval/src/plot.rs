@@ -393,6 +393,105 @@ fn fmt_tick(v: f64) -> String {
     if s == "-0" { "0".into() } else { s.into() }
 }
 
+/// One cell of an [`image_grid`]: a grayscale image (row-major, `width` pixels wide, drawn from
+/// its smallest value as black to its largest as white), a caption, and labelled bars with
+/// values in [0, 1] (class probabilities, say).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ImageCell {
+    /// The pixels, row-major.
+    pub pixels: Vec<f64>,
+    /// Pixels per row.
+    pub width: usize,
+    /// The caption above the image.
+    pub caption: String,
+    /// (label, value) bars below the image.
+    pub bars: Vec<(String, f64)>,
+}
+
+/// Images with their bars, `columns` per row, as an SVG document.
+///
+/// ```
+/// use bdl_eval::plot::{ImageCell, image_grid};
+/// let cell = ImageCell {
+///     pixels: vec![0.0, 1.0, 1.0, 0.0],
+///     width: 2,
+///     caption: "label 4".into(),
+///     bars: vec![("4".into(), 0.48), ("9".into(), 0.45)],
+/// };
+/// let svg = image_grid(&[cell.clone(), cell], 4);
+/// assert!(svg.starts_with("<svg") && svg.matches("label 4").count() == 2);
+/// ```
+pub fn image_grid(cells: &[ImageCell], columns: usize) -> String {
+    const IMAGE: f64 = 84.0;
+    const BAR: f64 = 14.0;
+    let columns = columns.clamp(1, cells.len().max(1));
+    let bars = cells.iter().map(|c| c.bars.len()).max().unwrap_or(0) as f64;
+    let (cell_w, cell_h) = (IMAGE + 90.0, 22.0 + IMAGE + 6.0 + bars * BAR + 8.0);
+    let rows = cells.len().div_ceil(columns).max(1);
+    let (w, h) = (columns as f64 * cell_w, rows as f64 * cell_h);
+    let mut svg = format!(
+        r#"<svg xmlns="http://www.w3.org/2000/svg" width="{w}" height="{h}" viewBox="0 0 {w} {h}" font-family="sans-serif"><rect width="{w}" height="{h}" fill="white"/>"#
+    );
+    for (i, cell) in cells.iter().enumerate() {
+        let (ox, oy) = (
+            (i % columns) as f64 * cell_w + 8.0,
+            (i / columns) as f64 * cell_h,
+        );
+        let _ = write!(
+            svg,
+            r#"<text x="{ox:.1}" y="{:.1}" font-size="11">{}</text>"#,
+            oy + 15.0,
+            escape(&cell.caption)
+        );
+        let finite = cell.pixels.iter().copied().filter(|v| v.is_finite());
+        let (lo, hi) = finite.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), v| {
+            (a.min(v), b.max(v))
+        });
+        let width = cell.width.max(1);
+        let height = cell.pixels.len().div_ceil(width).max(1);
+        let size = IMAGE / width.max(height) as f64;
+        // A black square, then only the pixels that are not black.
+        let _ = write!(
+            svg,
+            r#"<rect x="{ox:.1}" y="{:.1}" width="{:.2}" height="{:.2}" fill="black"/>"#,
+            oy + 22.0,
+            width as f64 * size,
+            height as f64 * size
+        );
+        for (k, &v) in cell.pixels.iter().enumerate() {
+            let level = if hi > lo { (v - lo) / (hi - lo) } else { 0.0 };
+            let g = (255.0 * level.clamp(0.0, 1.0)).round() as u8;
+            if g == 0 {
+                continue;
+            }
+            let _ = write!(
+                svg,
+                r#"<rect x="{:.2}" y="{:.2}" width="{:.2}" height="{:.2}" fill="rgb({g},{g},{g})"/>"#,
+                ox + (k % width) as f64 * size,
+                oy + 22.0 + (k / width) as f64 * size,
+                size + 0.05,
+                size + 0.05
+            );
+        }
+        for (b, (label, value)) in cell.bars.iter().enumerate() {
+            let y = oy + 22.0 + IMAGE + 6.0 + b as f64 * BAR;
+            let _ = write!(
+                svg,
+                r##"<text x="{ox:.1}" y="{:.1}" font-size="10">{}</text><rect x="{:.1}" y="{:.1}" width="{:.1}" height="9" fill="#1f77b4"/><text x="{:.1}" y="{:.1}" font-size="10">{value:.2}</text>"##,
+                y + 9.0,
+                escape(label),
+                ox + 62.0,
+                y + 1.0,
+                60.0 * value.clamp(0.0, 1.0),
+                ox + 126.0,
+                y + 9.0
+            );
+        }
+    }
+    svg.push_str("</svg>");
+    svg
+}
+
 fn escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")

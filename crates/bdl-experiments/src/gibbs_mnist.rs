@@ -240,6 +240,95 @@ fn load(ctx: &Context, settings: &Settings, collection: Collection) -> Result<(D
     ))
 }
 
+/// The configuration of the chain at `batch` with `variances` and `blocking`.
+fn chain_config(
+    settings: &Settings,
+    batch: usize,
+    variances: [f64; 4],
+    blocking: Blocking,
+) -> Result<Valid<ChainConfig>> {
+    let gibbs = GibbsConfig::new(
+        blocking,
+        ProposalVariance::PerLayer(variances.to_vec()),
+        BatchMode::Minibatch(batch),
+    );
+    Ok(ChainConfig {
+        iterations: settings.iterations,
+        chunk_len: settings.chunk_len,
+        record_every: settings.record_every,
+        precision: Precision::F32,
+        // The same seed at every batch size and on both collections: the same θ₀.
+        seed: Seed(2023).fork("gibbs-mnist"),
+        ..ChainConfig::new(gibbs)
+    }
+    .check()?)
+}
+
+/// The folder of a chain on `collection` at `batch` under `chains_dir`.
+fn chain_folder(
+    chains_dir: &std::path::Path,
+    collection: Collection,
+    batch: usize,
+    config: &ChainConfig,
+) -> std::path::PathBuf {
+    chains_dir.join(format!(
+        "{}_batch-{batch}_{}",
+        collection.folder(),
+        config.gibbs.blocking.slug()
+    ))
+}
+
+/// The profile's main chain on one collection (the paper's best batch size with the profile's
+/// blocking), as `gibbs-uq` analyses it.
+pub(crate) struct MainChain {
+    pub(crate) chain: Chain,
+    pub(crate) test: Dataset,
+    /// The prediction window: the draws of the last this many iterations.
+    pub(crate) window: u64,
+    pub(crate) batch: usize,
+    pub(crate) iterations: u64,
+}
+
+/// The main chain of `gibbs-mnist` on `collection` in the profile of `ctx`: the very chain
+/// `gibbs-mnist` samples (same configuration, in its folder under the same output root), sampled
+/// or completed here when it is missing or short.
+pub(crate) fn main_chain(ctx: &Context, collection: Collection) -> Result<MainChain> {
+    let settings = Settings::of(ctx.profile);
+    let (train, test) = load(ctx, &settings, collection)?;
+    let mlp = Mlp::new(MlpSpec::new(WIDTHS, Activation::Sigmoid))?;
+    let batch = settings.first_batch;
+    let &(_, variances) = settings
+        .runs
+        .iter()
+        .find(|(b, _)| *b == batch)
+        .context("the first batch size is one of the runs")?;
+    let config = chain_config(&settings, batch, variances, settings.blocking.clone())?;
+    let root = ctx
+        .dir
+        .parent()
+        .and_then(|p| p.parent())
+        .context("the output root")?;
+    let chains_dir = root
+        .join(EXPERIMENT.name)
+        .join(ctx.profile.name())
+        .join("chains");
+    let dir = chain_folder(&chains_dir, collection, batch, &config);
+    let bar = ctx.bar(settings.iterations, "iterations");
+    let progress = ChainProgress::new(&bar, 1);
+    bdl_mcmc::run_chain(&mlp, LIKELIHOOD, &train, &config, &dir, 0, &|r| {
+        progress.report(r)
+    })
+    .with_context(|| format!("sampling {} at batch size {batch}", collection.folder()))?;
+    bar.finish_and_clear();
+    Ok(MainChain {
+        chain: Chain::open(&bdl_mcmc::chain_dir(&dir, 0))?,
+        test,
+        window: settings.window,
+        batch,
+        iterations: settings.iterations,
+    })
+}
+
 /// One chain of the experiment: a collection (index into the loaded data), a batch size with
 /// its variances, and the blocking.
 struct Run {
@@ -280,37 +369,15 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let runs: Vec<Run> = plan
         .into_iter()
         .map(|(data, batch, variances, blocking)| {
-            let gibbs = GibbsConfig::new(
-                blocking,
-                ProposalVariance::PerLayer(variances.to_vec()),
-                BatchMode::Minibatch(batch),
-            );
-            let config = ChainConfig {
-                iterations: settings.iterations,
-                chunk_len: settings.chunk_len,
-                record_every: settings.record_every,
-                precision: Precision::F32,
-                // The same seed at every batch size and on both collections: the same θ₀.
-                seed: Seed(2023).fork("gibbs-mnist"),
-                ..ChainConfig::new(gibbs)
-            }
-            .check()?;
             Ok(Run {
                 data,
                 batch,
                 variances,
-                config,
+                config: chain_config(&settings, batch, variances, blocking)?,
             })
         })
         .collect::<Result<_>>()?;
-    let dir_of = |run: &Run| {
-        chains_dir.join(format!(
-            "{}_batch-{}_{}",
-            data[run.data].0.folder(),
-            run.batch,
-            run.config.gibbs.blocking.slug()
-        ))
-    };
+    let dir_of = |run: &Run| chain_folder(&chains_dir, data[run.data].0, run.batch, &run.config);
 
     // One chain per run, each on its own thread: the paper's best batch size first, then the
     // largest; a run's wall time is its own as long as there are no more workers than cores

@@ -21,6 +21,7 @@ pub mod report;
 pub mod units;
 
 mod gibbs_mnist;
+mod gibbs_uq;
 mod gibbs_xor;
 mod laplace_toy;
 mod laplace_uci;
@@ -146,6 +147,7 @@ impl Experiment for Entry {
 pub fn experiments() -> Vec<&'static dyn Experiment> {
     vec![
         &gibbs_mnist::EXPERIMENT,
+        &gibbs_uq::EXPERIMENT,
         &gibbs_xor::EXPERIMENT,
         &laplace_toy::EXPERIMENT,
         &laplace_uci::EXPERIMENT,

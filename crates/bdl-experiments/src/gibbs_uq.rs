@@ -1,0 +1,315 @@
+//! `gibbs-uq`: what the blocked-Gibbs posterior predictive says about single test images
+//! (Papamarkou 2023, Fig. 8: an ambiguous 9 that looks like a 4 gets its two top classes).
+//!
+//! Protocol: the main chain of `gibbs-mnist` on MNIST and on Fashion-MNIST (the very chain, in
+//! its folder: batch 3000 with the paper's variances and 10 sub-blocks per first-layer node in
+//! the paper profile; sampled here if `gibbs-mnist` has not run), its Bayesian marginal over the
+//! draws of the last 10,000 iterations (1000 in the quick profile). For every test image: the two
+//! highest predictive probabilities, their margin, the predictive entropy. Shown: the 16 test
+//! images with the smallest margin, each with its two top classes as bars; the predictive
+//! entropy of correct against wrong predictions as box plots, and how well it separates them
+//! (AUROC: 0.5 no better than chance, 1 every wrong prediction more uncertain than every
+//! correct one).
+
+use anyhow::Result;
+use bdl_data::mnist::Collection;
+use bdl_eval::metrics;
+use bdl_eval::plot::{Figure, ImageCell, Panel, image_grid};
+use bdl_eval::table::Table;
+use bdl_inference::{Posterior, PredictOptions};
+use bdl_mcmc::Keep;
+use serde::Serialize;
+
+use crate::claim::{Claim, Verdict};
+use crate::gibbs_mnist::{MainChain, main_chain};
+use crate::{Context, Entry, Outcome};
+
+/// The experiment.
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "gibbs-uq",
+    reproduces: "Papamarkou (2023), Fig. 8: the blocked-Gibbs posterior predictive of single \
+     MNIST and Fashion-MNIST test images, ambiguous images and their two top classes",
+    run,
+};
+
+/// Images shown, the most ambiguous first.
+const SHOWN: usize = 16;
+/// The claim about ambiguous images looks at this many of them.
+const AMBIGUOUS: usize = 100;
+/// The fraction of those whose true class must be one of the two top classes.
+const TOP_TWO: f64 = 0.75;
+/// The AUROC of entropy for wrong against correct predictions must reach this.
+const SEPARATION: f64 = 0.7;
+
+/// The settings in `results.json` (the chain's are `gibbs-mnist`'s).
+#[derive(Debug, Serialize)]
+struct Settings {
+    shown: usize,
+    ambiguous: usize,
+    top_two_at_least: f64,
+    auroc_at_least: f64,
+}
+
+/// One collection's results.
+#[derive(Debug, Serialize)]
+struct Row {
+    data: Collection,
+    batch_size: usize,
+    iterations: u64,
+    prediction_window: u64,
+    test_images: usize,
+    test_accuracy: f64,
+    /// Mean predictive entropy (nats) of the correct and of the wrong predictions.
+    entropy_correct: f64,
+    entropy_wrong: f64,
+    /// AUROC of the entropy, wrong (positive) against correct predictions.
+    auroc_wrong_by_entropy: f64,
+    /// Among the `ambiguous` smallest-margin images, the fraction whose true class is one of
+    /// the two top classes, and how many of them are wrong by argmax.
+    ambiguous_top_two: f64,
+    ambiguous_wrong: usize,
+    /// The shown images: test index, true class, the two top classes and probabilities.
+    shown: Vec<Shown>,
+}
+
+#[derive(Debug, Serialize)]
+struct Shown {
+    index: usize,
+    label: usize,
+    top: [(usize, f64); 2],
+}
+
+/// The predictive of one test image, reduced.
+struct Image {
+    label: usize,
+    top: [(usize, f64); 2],
+    entropy: f64,
+}
+
+impl Image {
+    fn margin(&self) -> f64 {
+        self.top[0].1 - self.top[1].1
+    }
+
+    fn correct(&self) -> bool {
+        self.top[0].0 == self.label
+    }
+}
+
+fn run(ctx: &Context) -> Result<Outcome> {
+    let settings = Settings {
+        shown: SHOWN,
+        ambiguous: AMBIGUOUS,
+        top_two_at_least: TOP_TWO,
+        auroc_at_least: SEPARATION,
+    };
+    let mut rows = Vec::new();
+    let mut outcome_figures = Vec::new();
+    for collection in [Collection::Mnist, Collection::FashionMnist] {
+        let main = main_chain(ctx, collection)?;
+        let (row, figures) = analyse(&main, collection)?;
+        ctx.log(format!(
+            "{}: accuracy {:.3}, entropy correct {:.3} / wrong {:.3}, AUROC {:.3}",
+            collection.folder(),
+            row.test_accuracy,
+            row.entropy_correct,
+            row.entropy_wrong,
+            row.auroc_wrong_by_entropy
+        ));
+        rows.push(row);
+        outcome_figures.extend(figures);
+    }
+    let mut outcome = Outcome::new(
+        "gibbs-uq: the blocked-Gibbs posterior predictive of single test images",
+        &settings,
+        &rows,
+    )?
+    .body(table(&rows))
+    .claims(rows.iter().flat_map(claims).collect());
+    for (name, svg) in outcome_figures {
+        outcome = outcome.figure(name, svg);
+    }
+    Ok(outcome)
+}
+
+/// The row and the two figures (ambiguous images; entropy by correctness) of one chain.
+fn analyse(main: &MainChain, collection: Collection) -> Result<(Row, Vec<(String, String)>)> {
+    let window = main.chain.window(&Keep {
+        last: Some(main.window),
+        ..Keep::default()
+    })?;
+    let predictive = window.predictive(main.test.x(), &PredictOptions::default())?;
+    let probs: Vec<Vec<f64>> = predictive.probs()?.to_vec2()?;
+    let entropy = metrics::predictive_entropy(&predictive)?;
+    let labels: Vec<u32> = main.test.y().to_vec1()?;
+    let images: Vec<Image> = probs
+        .iter()
+        .zip(&labels)
+        .zip(&entropy)
+        .map(|((p, &label), &entropy)| Image {
+            label: label as usize,
+            top: top_two(p),
+            entropy,
+        })
+        .collect();
+    let (correct, wrong): (Vec<&Image>, Vec<&Image>) = images.iter().partition(|i| i.correct());
+    let entropies = |set: &[&Image]| set.iter().map(|i| i.entropy).collect::<Vec<f64>>();
+    let (e_correct, e_wrong) = (entropies(&correct), entropies(&wrong));
+    let auroc = if e_correct.is_empty() || e_wrong.is_empty() {
+        f64::NAN
+    } else {
+        metrics::auroc(&e_correct, &e_wrong)?
+    };
+    let mut by_margin: Vec<usize> = (0..images.len()).collect();
+    by_margin.sort_by(|&a, &b| images[a].margin().total_cmp(&images[b].margin()));
+    let ambiguous = &by_margin[..AMBIGUOUS.min(by_margin.len())];
+    let top_two = ambiguous
+        .iter()
+        .filter(|&&i| images[i].top.iter().any(|t| t.0 == images[i].label))
+        .count() as f64
+        / ambiguous.len().max(1) as f64;
+    let classes = collection.classes();
+    let x: Vec<Vec<f32>> = main.test.x().to_vec2()?;
+    let shown: Vec<usize> = by_margin.iter().copied().take(SHOWN).collect();
+    let cells: Vec<ImageCell> = shown
+        .iter()
+        .map(|&i| ImageCell {
+            pixels: x[i].iter().map(|&v| f64::from(v)).collect(),
+            width: 28,
+            caption: format!("#{i}: {}", classes[images[i].label]),
+            bars: images[i]
+                .top
+                .iter()
+                .map(|&(c, p)| (classes[c].to_owned(), p))
+                .collect(),
+        })
+        .collect();
+    let mut boxes = Panel::new(format!("predictive entropy, {}", collection.folder()));
+    boxes
+        .labels("1: correct, 2: wrong", "entropy (nats)")
+        .boxes(1.0, &e_correct, "#2ca02c")
+        .boxes(2.0, &e_wrong, "#d62728");
+    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let row = Row {
+        data: collection,
+        batch_size: main.batch,
+        iterations: main.iterations,
+        prediction_window: main.window,
+        test_images: images.len(),
+        test_accuracy: correct.len() as f64 / images.len().max(1) as f64,
+        entropy_correct: mean(&e_correct),
+        entropy_wrong: mean(&e_wrong),
+        auroc_wrong_by_entropy: auroc,
+        ambiguous_top_two: top_two,
+        ambiguous_wrong: ambiguous.iter().filter(|&&i| !images[i].correct()).count(),
+        shown: shown
+            .iter()
+            .map(|&i| Shown {
+                index: i,
+                label: images[i].label,
+                top: images[i].top,
+            })
+            .collect(),
+    };
+    let name = collection.folder();
+    Ok((
+        row,
+        vec![
+            (format!("ambiguous-{name}.svg"), image_grid(&cells, 4)),
+            (
+                format!("entropy-{name}.svg"),
+                Figure::new(1).panel(boxes).to_svg(),
+            ),
+        ],
+    ))
+}
+
+/// The two largest probabilities with their classes, the largest first.
+fn top_two(p: &[f64]) -> [(usize, f64); 2] {
+    let mut order: Vec<usize> = (0..p.len()).collect();
+    order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
+    [0, 1].map(|k| order.get(k).map_or((0, 0.0), |&c| (c, p[c])))
+}
+
+fn table(rows: &[Row]) -> String {
+    let mut t = Table::new([
+        "data",
+        "chain",
+        "test accuracy",
+        "entropy, correct",
+        "entropy, wrong",
+        "AUROC (wrong by entropy)",
+        &format!("true class in the top two, {AMBIGUOUS} most ambiguous"),
+    ]);
+    for r in rows {
+        t.row([
+            r.data.folder().to_owned(),
+            format!(
+                "batch {}, {} iterations, last {}",
+                r.batch_size, r.iterations, r.prediction_window
+            ),
+            format!("{:.3}", r.test_accuracy),
+            format!("{:.3}", r.entropy_correct),
+            format!("{:.3}", r.entropy_wrong),
+            format!("{:.3}", r.auroc_wrong_by_entropy),
+            format!(
+                "{:.2} ({} wrong by argmax)",
+                r.ambiguous_top_two, r.ambiguous_wrong
+            ),
+        ]);
+    }
+    format!(
+        "The main chain of `gibbs-mnist` on each collection, its Bayesian marginal over the \
+         last iterations; ambiguity is the margin between the two highest predictive \
+         probabilities. The images with the smallest margins are in `ambiguous-*.svg`, the \
+         entropy by correctness in `entropy-*.svg`.\n\n{}",
+        t.to_markdown()
+    )
+}
+
+/// The paper's two statements, decided on one collection's row.
+fn claims(r: &Row) -> Vec<Claim> {
+    let name = r.data.folder();
+    vec![
+        Claim::new(
+            format!("{name}: the posterior predictive is more uncertain where it is wrong"),
+            format!(
+                "mean entropy {:.3} (correct) vs {:.3} (wrong); AUROC {:.3}",
+                r.entropy_correct, r.entropy_wrong, r.auroc_wrong_by_entropy
+            ),
+            Verdict::new(
+                r.entropy_wrong > r.entropy_correct && r.auroc_wrong_by_entropy >= SEPARATION,
+                format!(
+                    "mean entropy of wrong predictions above that of correct ones, and the \
+                     entropy's AUROC for telling them apart ≥ {SEPARATION}"
+                ),
+            ),
+        ),
+        Claim::new(
+            format!("{name}: an ambiguous image gets its true class among its two top classes"),
+            format!(
+                "{:.2} of the {AMBIGUOUS} smallest-margin test images have the true class in the \
+                 top two ({} of them wrong by argmax)",
+                r.ambiguous_top_two, r.ambiguous_wrong
+            ),
+            Verdict::new(
+                r.ambiguous_top_two >= TOP_TWO,
+                format!(
+                    "the true class is one of the two top classes for ≥ {TOP_TWO} of the \
+                     {AMBIGUOUS} test images with the smallest margin"
+                ),
+            ),
+        ),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn top_two_in_order() {
+        assert_eq!(top_two(&[0.1, 0.5, 0.3, 0.1]), [(1, 0.5), (2, 0.3)]);
+        assert_eq!(top_two(&[1.0]), [(0, 1.0), (0, 0.0)]);
+    }
+}
