@@ -30,6 +30,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 use bdl_data::mnist::{self, Collection, Part};
+use bdl_data::transforms::Transform;
 use bdl_data::{Dataset, Standardizer};
 use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
@@ -217,7 +218,15 @@ struct Row {
     resumed_at: u64,
 }
 
-fn load(ctx: &Context, settings: &Settings, collection: Collection) -> Result<(Dataset, Dataset)> {
+/// The training and test images of `collection`, the training images first transformed by
+/// `augment` when given (each image once, from the stream `seed.index(image)`), then both
+/// standardised with the training images' mean and standard deviation.
+fn load(
+    ctx: &Context,
+    settings: &Settings,
+    collection: Collection,
+    augment: Option<(&[Transform], Seed)>,
+) -> Result<(Dataset, Dataset)> {
     let first = |data: Dataset, n: Option<usize>| -> Result<Dataset> {
         Ok(match n {
             Some(n) if n < data.len() => data.select(&(0..n).collect::<Vec<_>>())?,
@@ -229,10 +238,13 @@ fn load(ctx: &Context, settings: &Settings, collection: Collection) -> Result<(D
         mnist::load(&ctx.data, collection, Part::Train).with_context(|| format!("{name} train"))?;
     let test =
         mnist::load(&ctx.data, collection, Part::Test).with_context(|| format!("{name} test"))?;
-    let (train, test) = (
+    let (mut train, test) = (
         first(train, settings.train_subset)?,
         first(test, settings.test_subset)?,
     );
+    if let Some((transforms, seed)) = augment {
+        train = train.transformed(transforms, seed)?;
+    }
     let scale = Standardizer::fit_global(train.x())?;
     Ok((
         train.with_x(scale.transform(train.x())?)?,
@@ -285,16 +297,28 @@ pub(crate) struct MainChain {
     pub(crate) test: Dataset,
     /// The prediction window: the draws of the last this many iterations.
     pub(crate) window: u64,
+    /// Acceptance rates count from this iteration on.
+    pub(crate) burn_in: u64,
     pub(crate) batch: usize,
     pub(crate) iterations: u64,
+    /// The wall time of this call (sampling what was missing), and the iteration the chain was
+    /// resumed at (its length if it was complete).
+    pub(crate) wall_s: f64,
+    pub(crate) resumed_at: u64,
 }
 
-/// The main chain of `gibbs-mnist` on `collection` in the profile of `ctx`: the very chain
-/// `gibbs-mnist` samples (same configuration, in its folder under the same output root), sampled
-/// or completed here when it is missing or short.
-pub(crate) fn main_chain(ctx: &Context, collection: Collection) -> Result<MainChain> {
+/// The main chain of `gibbs-mnist` on `collection` in the profile of `ctx`: without
+/// `augment`, the very chain `gibbs-mnist` samples (same configuration, in its folder under the
+/// same output root); with it, the same chain on the augmented training images, in the
+/// caller's folder `ctx.dir/chains`. Sampled or completed here when missing or short.
+pub(crate) fn main_chain(
+    ctx: &Context,
+    collection: Collection,
+    augment: Option<&[Transform]>,
+) -> Result<MainChain> {
     let settings = Settings::of(ctx.profile);
-    let (train, test) = load(ctx, &settings, collection)?;
+    let augment = augment.map(|t| (t, Seed(2023).fork("augment")));
+    let (train, test) = load(ctx, &settings, collection, augment)?;
     let mlp = Mlp::new(MlpSpec::new(WIDTHS, Activation::Sigmoid))?;
     let batch = settings.first_batch;
     let &(_, variances) = settings
@@ -303,19 +327,23 @@ pub(crate) fn main_chain(ctx: &Context, collection: Collection) -> Result<MainCh
         .find(|(b, _)| *b == batch)
         .context("the first batch size is one of the runs")?;
     let config = chain_config(&settings, batch, variances, settings.blocking.clone())?;
-    let root = ctx
-        .dir
-        .parent()
-        .and_then(|p| p.parent())
-        .context("the output root")?;
-    let chains_dir = root
-        .join(EXPERIMENT.name)
-        .join(ctx.profile.name())
-        .join("chains");
+    let chains_dir = if augment.is_some() {
+        ctx.dir.join("chains")
+    } else {
+        let root = ctx
+            .dir
+            .parent()
+            .and_then(|p| p.parent())
+            .context("the output root")?;
+        root.join(EXPERIMENT.name)
+            .join(ctx.profile.name())
+            .join("chains")
+    };
     let dir = chain_folder(&chains_dir, collection, batch, &config);
     let bar = ctx.bar(settings.iterations, "iterations");
     let progress = ChainProgress::new(&bar, 1);
-    bdl_mcmc::run_chain(&mlp, LIKELIHOOD, &train, &config, &dir, 0, &|r| {
+    let start = Instant::now();
+    let report = bdl_mcmc::run_chain(&mlp, LIKELIHOOD, &train, &config, &dir, 0, &|r| {
         progress.report(r)
     })
     .with_context(|| format!("sampling {} at batch size {batch}", collection.folder()))?;
@@ -324,8 +352,11 @@ pub(crate) fn main_chain(ctx: &Context, collection: Collection) -> Result<MainCh
         chain: Chain::open(&bdl_mcmc::chain_dir(&dir, 0))?,
         test,
         window: settings.window,
+        burn_in: settings.burn_in,
         batch,
         iterations: settings.iterations,
+        wall_s: start.elapsed().as_secs_f64(),
+        resumed_at: report.resumed_at,
     })
 }
 
@@ -345,7 +376,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .collections
         .iter()
         .map(|&c| {
-            let (train, test) = load(ctx, &settings, c)?;
+            let (train, test) = load(ctx, &settings, c, None)?;
             Ok((c, train, test))
         })
         .collect::<Result<_>>()?;

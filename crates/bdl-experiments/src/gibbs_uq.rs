@@ -106,7 +106,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let mut rows = Vec::new();
     let mut outcome_figures = Vec::new();
     for collection in [Collection::Mnist, Collection::FashionMnist] {
-        let main = main_chain(ctx, collection)?;
+        let main = main_chain(ctx, collection, None)?;
         let (row, figures) = analyse(&main, collection)?;
         ctx.log(format!(
             "{}: accuracy {:.3}, entropy correct {:.3} / wrong {:.3}, AUROC {:.3}",

@@ -20,6 +20,7 @@ pub mod progress;
 pub mod report;
 pub mod units;
 
+mod gibbs_augment;
 mod gibbs_mnist;
 mod gibbs_uq;
 mod gibbs_xor;
@@ -147,6 +148,7 @@ impl Experiment for Entry {
 pub fn experiments() -> Vec<&'static dyn Experiment> {
     vec![
         &gibbs_mnist::EXPERIMENT,
+        &gibbs_augment::EXPERIMENT,
         &gibbs_uq::EXPERIMENT,
         &gibbs_xor::EXPERIMENT,
         &laplace_toy::EXPERIMENT,
