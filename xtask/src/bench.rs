@@ -33,6 +33,8 @@ pub(crate) enum Group {
     Laplace,
     /// Blocked-Gibbs sweeps.
     Gibbs,
+    /// Variational steps against Adam's.
+    Variational,
 }
 
 /// Runs the selected benchmarks and prints one line each.
@@ -63,6 +65,9 @@ fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
     if on(Group::Laplace) {
         ggn_laplace(None)?;
         ggn_laplace(Some(200))?;
+    }
+    if on(Group::Variational) {
+        variational_epochs()?;
     }
     if on(Group::Gibbs) {
         gibbs_node_sweep()?;
@@ -102,6 +107,23 @@ fn compare(
     Ok(())
 }
 
+/// Times `method` and `reference` (medians) and prints one row: the label, both times and the
+/// cost of the method as a multiple of the reference's.
+fn cost_ratio(
+    label: &str,
+    method: impl FnMut() -> Result<()>,
+    reference: impl FnMut() -> Result<()>,
+) -> Result<()> {
+    let (t_method, t_reference) = (median_time(method)?, median_time(reference)?);
+    println!(
+        "{label:<92} {:>9.3} ms {:>9.3} ms {:>6.2}× cost",
+        t_method.as_secs_f64() * 1e3,
+        t_reference.as_secs_f64() * 1e3,
+        t_method.as_secs_f64() / t_reference.as_secs_f64()
+    );
+    Ok(())
+}
+
 /// The median wall time of `f` over enough repetitions to fill about half a second (at least 3).
 fn median_time(mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     f()?; // warm-up
@@ -118,6 +140,56 @@ fn median_time(mut f: impl FnMut() -> Result<()>) -> Result<Duration> {
     }
     times.sort();
     Ok(times[reps / 2])
+}
+
+/// One epoch (N = 1,000, minibatches of 32, one weight sample per step) of Vadam, VOGN and BBVI
+/// against one epoch of MAP training with Adam on the same MLP 8-50-50-1 (ReLU, f32, Gaussian
+/// likelihood), each line the method's cost as a multiple of Adam's. The targets are 1.2×
+/// (Vadam), 2× (VOGN) and 2× (BBVI).
+fn variational_epochs() -> Result<()> {
+    use bdl_variational::{Method, VariationalConfig};
+    let (model, theta) = regression_mlp()?;
+    let network = Network::from(model);
+    let theta = theta.to_dtype(DType::F32)?;
+    let x = standard_normal("vi inputs", 1000, 8)?.to_dtype(DType::F32)?;
+    let y = standard_normal("vi targets", 1000, 1)?.to_dtype(DType::F32)?;
+    let likelihood = Likelihood::Gaussian { sigma: 1.0 };
+    let map = bdl_inference::MapConfig {
+        epochs: 1,
+        batch_size: 32,
+        patience: None,
+        ..bdl_inference::MapConfig::default()
+    }
+    .check()?;
+    let adam = || -> Result<()> {
+        bdl_inference::train_map(&network, &theta, likelihood, &x, &y, &map)?;
+        Ok(())
+    };
+    for method in [
+        Method::vadam(1e-3),
+        Method::Vogn {
+            learning_rate: 1e-3,
+            beta: 0.999,
+        },
+        Method::Bbvi {
+            learning_rate: 1e-3,
+            beta1: 0.9,
+            beta2: 0.999,
+            init_std: 1e-3,
+        },
+    ] {
+        let name = method.name();
+        let config = VariationalConfig::new(method, 1.0, 1, 32).check()?;
+        cost_ratio(
+            &format!("{name} epoch vs MAP Adam epoch, MLP 8-50-50-1, N = 1000, batch 32, f32"),
+            || {
+                bdl_variational::fit(&network, &theta, likelihood, &x, &y, &config)?;
+                Ok(())
+            },
+            adam,
+        )?;
+    }
+    Ok(())
 }
 
 /// Σ_n g_n∘g_n for an MLP 13-50-1 (ReLU, squared-error output gradients): from the (a, δ)
