@@ -213,8 +213,12 @@ pub(crate) struct State {
     method: Method,
     /// N, the number of training examples.
     n: f64,
-    /// λ̃ = λ/N.
+    /// τλ̃ = τλ/N: the prior precision per example, times the KL weight τ.
     lt: f64,
+    /// λ̃ = λ/N (BBVI's KL gradient; τ scales it separately).
+    lambda_tilde: f64,
+    /// The KL weight τ ∈ [0, 1].
+    tau: f64,
     pub(crate) mu: Vec<f64>,
     /// s (curvature or second moment), h for IVON, ρ for BBVI.
     s: Vec<f64>,
@@ -229,16 +233,32 @@ fn softplus(r: f64) -> f64 {
     if r > 30.0 { r } else { r.exp().ln_1p() }
 }
 
+/// num / den, and 0 for 0 / 0: with τ = 0 nothing bounds a denominator away from zero, and a
+/// parameter whose curvature is exactly zero (a dead unit) also has a zero gradient, so it
+/// stays where it is.
+fn ratio(num: f64, den: f64) -> f64 {
+    if den == 0.0 { 0.0 } else { num / den }
+}
+
 fn sigmoid(r: f64) -> f64 {
     1.0 / (1.0 + (-r).exp())
 }
 
 impl State {
-    /// The initial state at mean `mu`, with initial precision `p0` per parameter (N s + λ = p0 for
-    /// the natural methods; 1/σ² = p0 for VadaGrad; BBVI starts from its own σ₀).
-    pub(crate) fn new(method: Method, mu: Vec<f64>, n: usize, lambda: f64, p0: f64) -> Self {
+    /// The initial state at mean `mu`, with initial precision `p0` per parameter (N s / τ + λ =
+    /// p0 for the natural methods; 1/σ² = p0 for VadaGrad; BBVI starts from its own σ₀) and KL
+    /// weight `tau`.
+    pub(crate) fn new(
+        method: Method,
+        mu: Vec<f64>,
+        n: usize,
+        lambda: f64,
+        p0: f64,
+        tau: f64,
+    ) -> Self {
         let d = mu.len();
-        let (n, lt) = (n as f64, lambda / n as f64);
+        let (n, lambda_tilde) = (n as f64, lambda / n as f64);
+        let lt = tau * lambda_tilde;
         let adam = match method {
             Method::Bbvi { beta1, beta2, .. } => {
                 let rule = Optimizer::adam(beta1, beta2);
@@ -250,12 +270,14 @@ impl State {
             Method::VadaGrad { .. } => p0,
             Method::Ivon { h0, .. } => h0,
             Method::Bbvi { init_std, .. } => init_std.exp_m1().ln(),
-            _ => ((p0 - lambda) / n).max(0.0),
+            _ => (tau * (p0 - lambda) / n).max(0.0),
         };
         Self {
             method,
             n,
             lt,
+            lambda_tilde,
+            tau,
             mu,
             s: vec![s0; d],
             m: vec![0.0; d],
@@ -264,15 +286,17 @@ impl State {
         }
     }
 
-    /// The perturbation standard deviation σ of every parameter.
+    /// The perturbation standard deviation σ of every parameter: √τ / √(N(s + τλ̃)) for the
+    /// natural methods and IVON (0 at τ = 0), 1/√s for VadaGrad, softplus(ρ) for BBVI.
     pub(crate) fn sigma(&self) -> Vec<f64> {
-        let (n, lt) = (self.n, self.lt);
+        let (n, lt, root_tau) = (self.n, self.lt, self.tau.sqrt());
         self.s
             .iter()
             .map(|&s| match self.method {
                 Method::VadaGrad { .. } => s.sqrt().recip(),
                 Method::Bbvi { .. } => softplus(s),
-                _ => (n * (s + lt)).sqrt().recip(),
+                _ if self.tau == 0.0 => 0.0,
+                _ => root_tau * (n * (s + lt)).sqrt().recip(),
             })
             .collect()
     }
@@ -297,13 +321,14 @@ impl State {
             Method::Von { beta, .. } | Method::Vogn { beta, .. } => {
                 for i in 0..d {
                     self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.h[i];
-                    self.mu[i] -= alpha * (stats.g[i] + lt * self.mu[i]) / (self.s[i] + lt);
+                    self.mu[i] -= alpha * ratio(stats.g[i] + lt * self.mu[i], self.s[i] + lt);
                 }
             }
             Method::Vprop { beta, .. } => {
                 for i in 0..d {
                     self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.g_sq[i];
-                    self.mu[i] -= alpha * (stats.g[i] + lt * self.mu[i]) / (self.s[i].sqrt() + lt);
+                    self.mu[i] -=
+                        alpha * ratio(stats.g[i] + lt * self.mu[i], self.s[i].sqrt() + lt);
                 }
             }
             Method::Vadam { beta1, beta2, .. } => {
@@ -312,7 +337,7 @@ impl State {
                     self.s[i] = beta2 * self.s[i] + (1.0 - beta2) * stats.g_sq[i];
                     let m_hat = self.m[i] / (1.0 - beta1.powi(t));
                     let s_hat = self.s[i] / (1.0 - beta2.powi(t));
-                    self.mu[i] -= alpha * m_hat / (s_hat.sqrt() + lt);
+                    self.mu[i] -= alpha * ratio(m_hat, s_hat.sqrt() + lt);
                 }
             }
             Method::VadaGrad { beta2, .. } => {
@@ -335,19 +360,22 @@ impl State {
                     let h = self.s[i];
                     self.s[i] = beta2 * h
                         + (1.0 - beta2) * h_hat
-                        + 0.5 * (1.0 - beta2).powi(2) * (h - h_hat).powi(2) / (h + lt);
-                    let step =
-                        (self.m[i] / (1.0 - beta1.powi(t)) + lt * self.mu[i]) / (self.s[i] + lt);
+                        + 0.5 * (1.0 - beta2).powi(2) * ratio((h - h_hat).powi(2), h + lt);
+                    let step = ratio(
+                        self.m[i] / (1.0 - beta1.powi(t)) + lt * self.mu[i],
+                        self.s[i] + lt,
+                    );
                     self.mu[i] -= alpha * (h0 + lt) * step.clamp(-clip, clip);
                 }
             }
             Method::Bbvi { .. } => {
-                let lambda = lt * self.n;
+                // The gradient of the mean log-likelihood plus τ KL(q ‖ p) / N.
+                let (lambda, tau) = (self.lambda_tilde * self.n, self.tau);
                 let (mut grad_mu, mut grad_rho) = (vec![0.0; d], vec![0.0; d]);
                 for i in 0..d {
                     let sd = sigma[i];
-                    grad_mu[i] = stats.g[i] + lambda * self.mu[i] / self.n;
-                    let dkl_dsigma = lambda * sd - sd.recip();
+                    grad_mu[i] = stats.g[i] + tau * lambda * self.mu[i] / self.n;
+                    let dkl_dsigma = tau * (lambda * sd - sd.recip());
                     grad_rho[i] = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(self.s[i]);
                 }
                 let [adam_mu, adam_rho] = self.adam.as_mut().expect("BBVI keeps Adam's state");
@@ -403,7 +431,8 @@ mod tests {
                 beta: 0.99,
             },
         ] {
-            let sigma = |p0: f64| State::new(method.clone(), vec![0.0; 3], n, lambda, p0).sigma();
+            let sigma =
+                |p0: f64| State::new(method.clone(), vec![0.0; 3], n, lambda, p0, 1.0).sigma();
             assert_eq!(sigma(0.5), vec![lambda.sqrt().recip(); 3], "{method:?}");
             assert_eq!(sigma(lambda), sigma(0.5));
             let above = sigma(8.0)[0];
@@ -417,7 +446,7 @@ mod tests {
     fn one_step_of_each_method_follows_its_formula() {
         let st = stats(0.5, 0.3, 0.4, 0.7);
         let step = |method: Method, p0: f64| {
-            let mut s = State::new(method, vec![1.0], 10, 2.0, p0);
+            let mut s = State::new(method, vec![1.0], 10, 2.0, p0, 1.0);
             let sigma = s.sigma()[0];
             s.update(&st, 1.0).unwrap();
             (s.mu[0], s.s[0], s.sigma()[0], sigma)
@@ -497,6 +526,7 @@ mod tests {
             10,
             2.0,
             2.0,
+            1.0,
         );
         assert!((s.sigma()[0] - 0.5).abs() < 1e-15);
         let rho0 = s.s[0];

@@ -40,6 +40,18 @@ pub struct VariationalConfig {
     pub lr_decay: Option<f64>,
     /// The seed of the minibatch orders and the weight perturbations.
     pub seed: Seed,
+    /// The weight τ ∈ [0, 1] of the KL term, E_q[log p(D | θ)] − τ KL(q ‖ p) (Khan et al. 2018,
+    /// §5): 1 is variational inference, 0 variational optimisation. For the natural-gradient
+    /// methods and IVON its optimum is the mean-field fit to the posterior of the likelihood
+    /// raised to 1/τ: λ̃ becomes τλ̃ in every update and σ² = τ / (N(s + τλ̃)), so at τ = 0
+    /// σ = 0 and the mean follows the preconditioned likelihood gradient alone; BBVI scales
+    /// its KL gradient by τ; VadaGrad has no KL term and ignores τ.
+    #[serde(default = "one")]
+    pub kl_weight: f64,
+}
+
+fn one() -> f64 {
+    1.0
 }
 
 impl VariationalConfig {
@@ -54,13 +66,14 @@ impl VariationalConfig {
             mc_samples: 1,
             lr_decay: None,
             seed: Seed(0),
+            kl_weight: 1.0,
         }
     }
 }
 
 impl Validate for VariationalConfig {
     /// The method's hyper-parameters, λ and the initial precision finite and > 0, at least one
-    /// epoch, example per batch and sample per step, κ ≥ 0.
+    /// epoch, example per batch and sample per step, κ ≥ 0, τ in [0, 1].
     fn validate(&self) -> Result<(), InvalidParam> {
         self.method.validate().map_err(|e| e.within("method"))?;
         positive("prior_precision", self.prior_precision)?;
@@ -73,7 +86,12 @@ impl Validate for VariationalConfig {
         if let Some(k) = self.lr_decay {
             require(k >= 0.0, "lr_decay", k, ">= 0")?;
         }
-        Ok(())
+        require(
+            (0.0..=1.0).contains(&self.kl_weight),
+            "kl_weight",
+            self.kl_weight,
+            "in [0, 1]",
+        )
     }
 }
 
@@ -142,6 +160,7 @@ pub fn fit_monitored(
         n,
         lambda,
         p0,
+        config.kl_weight,
     );
     let curvature = config.method.curvature();
     let d = state.mu.len();
