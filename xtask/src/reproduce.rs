@@ -1,10 +1,10 @@
-//! `cargo xtask reproduce [EXPERIMENT|all] [--profile smoke|quick|paper]`: a thin command line
-//! over the `bdl-experiments` library.
+//! `cargo xtask reproduce [EXPERIMENT|all] [--profile smoke|quick|paper] [--shard K/N | --merge]`:
+//! a thin command line over the `bdl-experiments` library.
 
 use std::path::PathBuf;
 
 use anyhow::Result;
-use bdl_experiments::Profile;
+use bdl_experiments::{Profile, Sharding};
 use clap::Args;
 
 /// Arguments of `cargo xtask reproduce`.
@@ -21,6 +21,30 @@ pub(crate) struct ReproduceArgs {
     /// Where the experiment folders go (`OUT/<experiment>/<profile>/`, and `OUT/index.md`).
     #[arg(long, default_value_os_t = bdl_data::root::workspace().join("target").join("reproduce"))]
     out: PathBuf,
+    /// Run only shard K of N (`K/N`, K from 1) of the experiment's independent units, for a
+    /// run spread over machines (a job array: `--shard $((SLURM_ARRAY_TASK_ID + 1))/N`); it
+    /// saves its units under `OUT/<experiment>/<profile>/units/` and writes no results.
+    #[arg(long, value_parser = parse_shard, conflicts_with = "merge")]
+    shard: Option<(usize, usize)>,
+    /// Combine the saved units of every shard (their `units/` folders copied into this run's)
+    /// into the usual results, computing nothing.
+    #[arg(long)]
+    merge: bool,
+}
+
+/// `K/N` with 1 ≤ K ≤ N.
+fn parse_shard(text: &str) -> Result<(usize, usize), String> {
+    let (k, n) = text
+        .split_once('/')
+        .ok_or_else(|| format!("`{text}`: expected K/N, e.g. 2/8"))?;
+    let (k, n): (usize, usize) = (
+        k.trim().parse().map_err(|e| format!("shard `{k}`: {e}"))?,
+        n.trim().parse().map_err(|e| format!("count `{n}`: {e}"))?,
+    );
+    if n == 0 || k == 0 || k > n {
+        return Err(format!("`{text}`: need 1 ≤ K ≤ N"));
+    }
+    Ok((k, n))
 }
 
 /// The experiments and what each reproduces, for `--help`.
@@ -46,7 +70,27 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
             args.profile.name(),
             dir.display()
         );
-        let (outcome, wall) = bdl_experiments::run(experiment, args.profile, &args.out, false)?;
+        let sharding = match (args.shard, args.merge) {
+            (Some((k, n)), _) => Sharding::Shard {
+                index: k - 1,
+                count: n,
+            },
+            (None, true) => Sharding::Merge,
+            (None, false) => Sharding::All,
+        };
+        let (outcome, wall) =
+            bdl_experiments::run_sharded(experiment, args.profile, &args.out, false, sharding)?;
+        if let Some(shard) = &outcome.shard {
+            eprintln!(
+                "reproduce {}: shard {} of {} computed {} of {} units in {wall:.1} s",
+                experiment.name(),
+                shard.shard,
+                shard.of,
+                shard.units.len(),
+                shard.total
+            );
+            continue;
+        }
         let held = outcome.claims.iter().filter(|c| c.holds).count();
         eprintln!(
             "reproduce {}: {held} of {} claims hold; done in {wall:.1} s",
@@ -61,4 +105,18 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
     let index = bdl_experiments::report::write_index(&args.out, &names)?;
     eprintln!("claims index → {}", index.display());
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_shard;
+
+    #[test]
+    fn shards_are_k_of_n_from_one() {
+        assert_eq!(parse_shard("2/8"), Ok((2, 8)));
+        assert_eq!(parse_shard("1/1"), Ok((1, 1)));
+        for bad in ["0/3", "4/3", "3", "a/3", "1/0", "-1/3"] {
+            assert!(parse_shard(bad).is_err(), "{bad}");
+        }
+    }
 }

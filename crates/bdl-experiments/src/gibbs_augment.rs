@@ -32,6 +32,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Papamarkou (2023), Table 4: blocked Gibbs on MNIST and Fashion-MNIST with the \
      training images augmented (rotation, blur, inversion) against without",
     run,
+    shards: false,
 };
 
 /// The paper's augmentation.

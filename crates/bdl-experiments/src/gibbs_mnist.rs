@@ -63,6 +63,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Papamarkou (2023), MNIST: minibatch blocked Gibbs for MLP(784, 10, 10, 10, 10) at \
      several batch sizes, chain length, node against layer blocks",
     run,
+    shards: false,
 };
 
 /// The settings of a profile.

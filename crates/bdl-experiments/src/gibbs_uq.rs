@@ -30,6 +30,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Papamarkou (2023), Fig. 8: the blocked-Gibbs posterior predictive of single \
      MNIST and Fashion-MNIST test images, ambiguous images and their two top classes",
     run,
+    shards: false,
 };
 
 /// Images shown, the most ambiguous first.

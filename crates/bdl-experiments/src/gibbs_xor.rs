@@ -63,6 +63,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Papamarkou (2023), noisy XOR: minibatch against exact blocked Gibbs, node against layer \
      blocks, acceptance by depth",
     run,
+    shards: false,
 };
 
 /// The settings of a profile.

@@ -42,6 +42,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     name: "laplace-toy",
     reproduces: "Daxberger et al. (2021) Fig. 1: subnetwork Laplace on the 1-D two-cluster regression",
     run,
+    shards: false,
 };
 
 /// The settings of a profile.

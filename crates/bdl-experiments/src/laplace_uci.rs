@@ -38,6 +38,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     name: "laplace-uci",
     reproduces: "Daxberger et al. (2021) §5.2: a large model's subnetwork Laplace against small models' full Laplace on UCI",
     run,
+    shards: true,
 };
 
 /// Candidate prior precisions for the validation search: 10^-2 … 10^3.
@@ -88,7 +89,7 @@ impl Settings {
     fn of(profile: Profile) -> Self {
         let all = vec![Benchmark::Wine, Benchmark::Kin8nm, Benchmark::Protein];
         let (benchmarks, splits, widths, epochs, patience) = match profile {
-            Profile::Smoke => (vec![Benchmark::Wine], 1, vec![5, 10], 3, 2),
+            Profile::Smoke => (vec![Benchmark::Wine], 2, vec![5, 10], 3, 2),
             Profile::Quick => (all, 2, vec![10, 20, 50], 150, 20),
             Profile::Paper => (all, usize::MAX, vec![10, 20, 50, 100], 1000, 50),
         };
@@ -126,10 +127,20 @@ fn run(ctx: &Context) -> Result<Outcome> {
     // Splits side by side, one thread each: faer's factorisations then run sequentially, so
     // the numbers do not depend on the machine's core count.
     // Each split is a unit: the paper profile saves it as it finishes and a rerun resumes.
+    // A shard takes its share of them (see `units`).
     let units = Units::new(ctx, &settings)?;
+    let key = |&(b, kind, k): &(Benchmark, SplitKind, usize)| format!("{b}-{kind}-{k}");
+    let total = jobs.len();
+    let jobs: Vec<_> = jobs
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| units.mine(*i))
+        .map(|(_, job)| job)
+        .collect();
     let bar = ctx.bar(jobs.len() as u64, "splits");
-    let per_split = side_by_side(&jobs, |&(b, kind, k)| -> Result<Vec<Row>> {
-        let rows = units.get_or_run(&format!("{b}-{kind}-{k}"), || {
+    let per_split = side_by_side(&jobs, |job| -> Result<Vec<Row>> {
+        let &(b, kind, k) = job;
+        let rows = units.get_or_run(&key(job), || {
             let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
             let split = StandardizedSplit::new(&train, &test)?;
             run_split(&split, &settings, &format!("{b}"), &format!("{kind}"), k)
@@ -137,8 +148,11 @@ fn run(ctx: &Context) -> Result<Outcome> {
         bar.inc(1);
         Ok(rows)
     })?;
-    let rows: Vec<Row> = per_split.into_iter().flatten().collect();
     bar.finish_and_clear();
+    if let Some(shard) = units.shard_outcome(jobs.iter().map(key).collect(), total) {
+        return Ok(shard);
+    }
+    let rows: Vec<Row> = per_split.into_iter().flatten().collect();
     Ok(Outcome::new(
         "laplace-uci: large model with a subnetwork Laplace vs small models with a full Laplace",
         &settings,

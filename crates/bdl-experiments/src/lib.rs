@@ -84,6 +84,8 @@ pub struct Context {
     pub data: PathBuf,
     /// No progress bars or log lines (smoke runs, tests).
     pub quiet: bool,
+    /// Whether this run is one shard of a run spread over machines, or their merge.
+    pub sharding: Sharding,
 }
 
 impl Context {
@@ -116,6 +118,32 @@ pub trait Experiment: Sync {
     /// Runs the experiment in `ctx.profile`, writing any large side outputs (chains) under
     /// `ctx.dir`.
     fn run(&self, ctx: &Context) -> Result<Outcome>;
+
+    /// Whether its work is split into independent units ([`units::Units`]) that
+    /// [`Sharding::Shard`] can spread over machines.
+    fn shards(&self) -> bool {
+        false
+    }
+}
+
+/// How a run takes part in a run spread over machines.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Sharding {
+    /// The whole run on this machine.
+    #[default]
+    All,
+    /// Only the units of shard `index` of `count` (every unit whose position in the
+    /// experiment's list is `index` modulo `count`; 0-based), saved under `units/` for a later
+    /// merge; no results, table or claims.
+    Shard {
+        /// Which shard, from 0.
+        index: usize,
+        /// How many shards.
+        count: usize,
+    },
+    /// The results from the saved units of every shard (copied into this run's `units/`); a
+    /// missing unit is an error, none is computed.
+    Merge,
 }
 
 /// An experiment given by its name, what it reproduces and its run: how the workspace's own
@@ -128,6 +156,8 @@ pub struct Entry {
     pub reproduces: &'static str,
     /// The run.
     pub run: fn(&Context) -> Result<Outcome>,
+    /// Whether its runs are made of [`units::Units`], so that it can be sharded.
+    pub shards: bool,
 }
 
 impl Experiment for Entry {
@@ -141,6 +171,10 @@ impl Experiment for Entry {
 
     fn run(&self, ctx: &Context) -> Result<Outcome> {
         (self.run)(ctx)
+    }
+
+    fn shards(&self) -> bool {
+        self.shards
     }
 }
 
@@ -178,11 +212,48 @@ pub fn run(
     out: &Path,
     quiet: bool,
 ) -> Result<(Outcome, f64)> {
+    run_sharded(experiment, profile, out, quiet, Sharding::All)
+}
+
+/// [`run`] as one shard of a run spread over machines, or as the merge of the shards' units
+/// (see [`Sharding`]). A shard writes `shard-K-of-N.json` (the units it computed) instead of
+/// the results; the merge writes the results as an unsharded run would.
+///
+/// Errors when the experiment is not made of units, when a shard's index is not below the
+/// count, and (merge) when a unit is missing.
+pub fn run_sharded(
+    experiment: &dyn Experiment,
+    profile: Profile,
+    out: &Path,
+    quiet: bool,
+    sharding: Sharding,
+) -> Result<(Outcome, f64)> {
     if !experiment.profiles().contains(&profile) {
         bail!(
             "experiment {} has no {} profile",
             experiment.name(),
             profile.name()
+        );
+    }
+    if sharding != Sharding::All && !experiment.shards() {
+        bail!(
+            "experiment {} is not made of independent units and cannot be sharded or merged \
+             (experiments that can: {})",
+            experiment.name(),
+            experiments()
+                .iter()
+                .filter(|e| e.shards())
+                .map(|e| e.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    if let Sharding::Shard { index, count } = sharding
+        && index >= count
+    {
+        bail!(
+            "shard {} of {count}: the shard must be 1 to {count}",
+            index + 1
         );
     }
     let dir = out.join(experiment.name()).join(profile.name());
@@ -192,6 +263,7 @@ pub fn run(
         dir: dir.clone(),
         data: profile.data_root(),
         quiet,
+        sharding,
     };
     let start = Instant::now();
     let outcome = experiment.run(&ctx).with_context(|| {

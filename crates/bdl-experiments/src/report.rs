@@ -23,6 +23,21 @@ pub struct Outcome {
     pub claims: Vec<Claim>,
     /// SVG figures: (file name, contents).
     pub figures: Vec<(String, String)>,
+    /// For one shard of a sharded run: what it computed (and then there are no results).
+    pub shard: Option<ShardReport>,
+}
+
+/// What one shard of a run spread over machines computed (`shard-K-of-N.json`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ShardReport {
+    /// The shard, from 1.
+    pub shard: usize,
+    /// The number of shards.
+    pub of: usize,
+    /// The keys of the units this shard holds in `units/`.
+    pub units: Vec<String>,
+    /// The number of units of the whole run.
+    pub total: usize,
 }
 
 impl Outcome {
@@ -39,7 +54,21 @@ impl Outcome {
             body: String::new(),
             claims: Vec::new(),
             figures: Vec::new(),
+            shard: None,
         })
+    }
+
+    /// The outcome of one shard: no results, only what it computed.
+    pub fn of_shard(report: ShardReport) -> Self {
+        Self {
+            title: format!("shard {} of {}", report.shard, report.of),
+            settings: serde_json::Value::Null,
+            rows: serde_json::Value::Null,
+            body: String::new(),
+            claims: Vec::new(),
+            figures: Vec::new(),
+            shard: Some(report),
+        }
     }
 
     /// With this Markdown body.
@@ -80,7 +109,8 @@ pub struct Results {
     pub rows: serde_json::Value,
 }
 
-/// Writes the outcome of `experiment` under `dir`: `results.json`, `table.md` and the figures.
+/// Writes the outcome of `experiment` under `dir`: `results.json`, `table.md` and the figures;
+/// for a shard, only `shard-K-of-N.json`.
 pub fn write(
     dir: &Path,
     experiment: &str,
@@ -88,6 +118,10 @@ pub fn write(
     wall_time_s: f64,
     outcome: &Outcome,
 ) -> Result<()> {
+    if let Some(shard) = &outcome.shard {
+        let name = format!("shard-{}-of-{}.json", shard.shard, shard.of);
+        return write_file(&dir.join(name), &serde_json::to_vec_pretty(shard)?);
+    }
     let results = Results {
         experiment: experiment.to_owned(),
         profile,

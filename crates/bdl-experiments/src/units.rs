@@ -6,7 +6,14 @@
 //! the new one, never half of one). A later run of the same profile reads back every unit whose
 //! file holds the same settings and recomputes the others; a file that cannot be read (or was
 //! written under other settings) is recomputed and replaced, with a log line. Only the paper
-//! profile resumes: smoke and quick runs are short and always recompute.
+//! profile resumes: smoke and quick runs are short and always recompute, unless sharded.
+//!
+//! **Runs spread over machines.** With [`Sharding::Shard`] K of N a run computes only the units
+//! at positions K, K + N, K + 2N, … of the experiment's list ([`Units::mine`]) and saves them
+//! (in every profile), then reports what it holds instead of results ([`Units::shard_outcome`]).
+//! Copying every shard's `units/` folder into one and running with [`Sharding::Merge`] gives the
+//! results of the unsharded run: the merge reads every unit back and computes none (a missing
+//! one is an error naming it and the shard that computes it).
 
 use std::path::PathBuf;
 
@@ -14,14 +21,16 @@ use anyhow::{Context as _, Result};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::{Context, Profile};
+use crate::report::ShardReport;
+use crate::{Context, Outcome, Profile, Sharding};
 
 /// The saved units of one run.
 pub struct Units {
-    /// `None` when the profile does not resume.
+    /// `None` when the profile does not resume and the run is not sharded.
     dir: Option<PathBuf>,
     settings: serde_json::Value,
     quiet: bool,
+    sharding: Sharding,
 }
 
 /// What a unit's file holds.
@@ -33,9 +42,10 @@ struct Saved<R> {
 
 impl Units {
     /// The units of the run `ctx` with these `settings` (saved under `ctx.dir/units` for the
-    /// paper profile).
+    /// paper profile and for sharded runs).
     pub fn new(ctx: &Context, settings: &impl Serialize) -> Result<Self> {
-        let dir = (ctx.profile == Profile::Paper).then(|| ctx.dir.join("units"));
+        let saved = ctx.profile == Profile::Paper || ctx.sharding != Sharding::All;
+        let dir = saved.then(|| ctx.dir.join("units"));
         if let Some(dir) = &dir {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("creating the units folder {}", dir.display()))?;
@@ -44,7 +54,31 @@ impl Units {
             dir,
             settings: serde_json::to_value(settings)?,
             quiet: ctx.quiet,
+            sharding: ctx.sharding,
         })
+    }
+
+    /// Whether the unit at `position` of the experiment's list is this run's to compute: every
+    /// unit, except in a shard, which takes the positions equal to its index modulo the count.
+    pub fn mine(&self, position: usize) -> bool {
+        match self.sharding {
+            Sharding::Shard { index, count } => position % count == index,
+            Sharding::All | Sharding::Merge => true,
+        }
+    }
+
+    /// For a shard, the outcome that reports its units (`keys`, in list order, of `total`);
+    /// `None` otherwise, when the experiment goes on to its results.
+    pub fn shard_outcome(&self, keys: Vec<String>, total: usize) -> Option<Outcome> {
+        match self.sharding {
+            Sharding::Shard { index, count } => Some(Outcome::of_shard(ShardReport {
+                shard: index + 1,
+                of: count,
+                units: keys,
+                total,
+            })),
+            Sharding::All | Sharding::Merge => None,
+        }
     }
 
     /// The result of unit `key` (a file name: letters, digits, `-`, `_`, `.`): read back when
@@ -65,12 +99,23 @@ impl Units {
             "unit keys are plain file names, got {key:?}"
         );
         let path = dir.join(format!("{key}.json"));
-        if let Ok(bytes) = std::fs::read(&path) {
-            match serde_json::from_slice::<Saved<R>>(&bytes) {
+        let problem = match std::fs::read(&path) {
+            Ok(bytes) => match serde_json::from_slice::<Saved<R>>(&bytes) {
                 Ok(saved) if saved.settings == self.settings => return Ok(saved.result),
-                Ok(_) => self.log(format!("{key}: saved under other settings, recomputed")),
-                Err(e) => self.log(format!("{key}: unreadable ({e}), recomputed")),
-            }
+                Ok(_) => "saved under other settings".to_owned(),
+                Err(e) => format!("unreadable ({e})"),
+            },
+            Err(_) => "missing".to_owned(),
+        };
+        if self.sharding == Sharding::Merge {
+            anyhow::bail!(
+                "merging: unit {key} is {problem} in {}; copy the units/ folder of every shard \
+                 there (a shard's shard-K-of-N.json lists its units)",
+                dir.display()
+            );
+        }
+        if problem != "missing" {
+            self.log(format!("{key}: {problem}, recomputed"));
         }
         let result = run()?;
         let saved = Saved {
@@ -101,6 +146,7 @@ mod tests {
             dir: dir.to_path_buf(),
             data: dir.to_path_buf(),
             quiet: true,
+            sharding: Sharding::All,
         }
     }
 

@@ -32,6 +32,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Khan et al. (2018) §6.1: Vadam and VOGN against the exact mean-field posterior of a \
      Bayesian logistic regression on Breast-Cancer",
     run,
+    shards: false,
 };
 
 /// The settings of a profile.

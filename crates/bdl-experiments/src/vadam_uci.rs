@@ -65,6 +65,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Khan et al. (2018) §6.2: BNN regression on eight UCI sets with Vadam, BBVI, VOGN and MC \
      dropout, and the convergence of VOGN and Vadam against BBVI",
     run,
+    shards: false,
 };
 
 /// The reference numbers of ALGORITHMS.md §A: MC dropout's RMSE and test log-likelihood (mean,

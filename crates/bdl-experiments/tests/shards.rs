@@ -1,0 +1,65 @@
+//! A run spread over machines gives the unsharded run's results: three shards of `laplace-uci`
+//! (smoke profile, four splits), their units gathered in one folder and merged, equal the run
+//! on one machine, row for row; a shard writes no results; a merge with a unit missing fails and
+//! names it; an experiment without units refuses to shard.
+
+use bdl_experiments::{Profile, Sharding, find, run_sharded};
+
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("bdl-shards-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    dir
+}
+
+#[test]
+fn three_shards_merged_equal_the_unsharded_run() {
+    let experiment = find("laplace-uci").unwrap();
+    let (one, many) = (scratch("one"), scratch("many"));
+    let (whole, _) = run_sharded(experiment, Profile::Smoke, &one, true, Sharding::All).unwrap();
+
+    let units = many.join("laplace-uci").join("smoke").join("units");
+    let mut computed = Vec::new();
+    for index in 0..3 {
+        // Each shard on its own "machine" (folder); its units are then copied to the merge's.
+        let machine = scratch(&format!("machine-{index}"));
+        let sharding = Sharding::Shard { index, count: 3 };
+        let (outcome, _) =
+            run_sharded(experiment, Profile::Smoke, &machine, true, sharding).unwrap();
+        let shard = outcome.shard.expect("a shard's outcome");
+        let dir = machine.join("laplace-uci").join("smoke");
+        assert!(dir.join(format!("shard-{}-of-3.json", index + 1)).exists());
+        assert!(
+            !dir.join("results.json").exists(),
+            "a shard writes no results"
+        );
+        std::fs::create_dir_all(&units).unwrap();
+        for key in &shard.units {
+            let file = format!("{key}.json");
+            std::fs::copy(dir.join("units").join(&file), units.join(&file)).unwrap();
+        }
+        computed.extend(shard.units);
+        assert_eq!(shard.total, 4);
+        std::fs::remove_dir_all(&machine).unwrap();
+    }
+    computed.sort();
+    computed.dedup();
+    assert_eq!(computed.len(), 4, "every unit in exactly one shard");
+
+    let (merged, _) =
+        run_sharded(experiment, Profile::Smoke, &many, true, Sharding::Merge).unwrap();
+    assert_eq!(merged.rows, whole.rows);
+    assert_eq!(merged.claims, whole.claims);
+
+    // One unit gone: the merge names it.
+    let gone = units.join(format!("{}.json", computed[0]));
+    std::fs::remove_file(&gone).unwrap();
+    let err = run_sharded(experiment, Profile::Smoke, &many, true, Sharding::Merge).unwrap_err();
+    assert!(format!("{err:#}").contains(&computed[0]), "{err:#}");
+
+    let toy = find("laplace-toy").unwrap();
+    let err = run_sharded(toy, Profile::Smoke, &many, true, Sharding::Merge).unwrap_err();
+    assert!(format!("{err:#}").contains("cannot be sharded"), "{err:#}");
+    for dir in [one, many] {
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+}
