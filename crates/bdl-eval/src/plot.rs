@@ -138,6 +138,68 @@ impl Panel {
         self
     }
 
+    /// The level set {f = `level`} of a function sampled on a grid (`values[i][j]` at
+    /// (`xs[j]`, `ys[i]`)), drawn as line segments by marching squares (each grid cell's edges
+    /// cut where f crosses the level, by linear interpolation; in a saddle cell the mean of the
+    /// corners decides which pair of corners is joined).
+    ///
+    /// ```
+    /// use bdl_eval::plot::{Figure, Panel};
+    /// let grid: Vec<f64> = (0..21).map(|i| -2.0 + 0.2 * i as f64).collect();
+    /// let f: Vec<Vec<f64>> = grid.iter().map(|y| grid.iter().map(|x| x * x + y * y).collect()).collect();
+    /// let mut panel = Panel::new("circle");
+    /// panel.contour(&grid, &grid, &f, 1.0, "#1f77b4");
+    /// assert!(Figure::new(1).panel(panel).to_svg().matches("<polyline").count() > 10);
+    /// ```
+    pub fn contour(
+        &mut self,
+        xs: &[f64],
+        ys: &[f64],
+        values: &[Vec<f64>],
+        level: f64,
+        color: &str,
+    ) -> &mut Self {
+        for i in 0..ys.len().saturating_sub(1) {
+            for j in 0..xs.len().saturating_sub(1) {
+                // Corners counter-clockwise from (x_j, y_i).
+                let corners = [
+                    (xs[j], ys[i], values[i][j]),
+                    (xs[j + 1], ys[i], values[i][j + 1]),
+                    (xs[j + 1], ys[i + 1], values[i + 1][j + 1]),
+                    (xs[j], ys[i + 1], values[i + 1][j]),
+                ];
+                if corners.iter().any(|c| !c.2.is_finite()) {
+                    continue;
+                }
+                // The crossing on each edge whose ends lie on either side of the level.
+                let cut = |a: (f64, f64, f64), b: (f64, f64, f64)| {
+                    ((a.2 > level) != (b.2 > level)).then(|| {
+                        let t = (level - a.2) / (b.2 - a.2);
+                        (a.0 + t * (b.0 - a.0), a.1 + t * (b.1 - a.1))
+                    })
+                };
+                let crossings: Vec<(f64, f64)> = (0..4)
+                    .filter_map(|e| cut(corners[e], corners[(e + 1) % 4]))
+                    .collect();
+                let centre = corners.iter().map(|c| c.2).sum::<f64>() / 4.0;
+                let pairs: Vec<[(f64, f64); 2]> = match crossings.as_slice() {
+                    [a, b] => vec![[*a, *b]],
+                    // A saddle: the corners on the centre's side are joined through it, so the
+                    // segments cut off the other two corners, each on its own.
+                    [a, b, c, d] if (centre > level) == (corners[0].2 > level) => {
+                        vec![[*a, *b], [*c, *d]]
+                    }
+                    [a, b, c, d] => vec![[*a, *d], [*b, *c]],
+                    _ => Vec::new(),
+                };
+                for [(x0, y0), (x1, y1)] in pairs {
+                    self.line(&[x0, x1], &[y0, y1], color);
+                }
+            }
+        }
+        self
+    }
+
     /// A box plot of `values` at x: the box spans the quartiles (linear interpolation between
     /// order statistics), the bar inside is the median, the whiskers reach the extremes.
     /// Non-finite values are left out; no box is drawn when none is left.
@@ -501,6 +563,34 @@ fn escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The level set of x² + y² at 1 on a 0.05 grid: every segment's ends lie within 0.002 of
+    /// the unit circle (linear interpolation of a quadratic over one cell), and the segments
+    /// go all round (as many as cells the circle crosses, about 4 · 2/0.05 = 160).
+    #[test]
+    fn contour_of_a_circle() {
+        let grid: Vec<f64> = (0..=80).map(|i| -2.0 + 0.05 * i as f64).collect();
+        let f: Vec<Vec<f64>> = grid
+            .iter()
+            .map(|y| grid.iter().map(|x| x * x + y * y).collect())
+            .collect();
+        let mut panel = Panel::new("");
+        panel.contour(&grid, &grid, &f, 1.0, "#000");
+        let mut angles = Vec::new();
+        for item in &panel.items {
+            let Item::Line { xs, ys, .. } = item else {
+                panic!("segments only")
+            };
+            for (x, y) in xs.iter().zip(ys) {
+                assert!(((x * x + y * y).sqrt() - 1.0).abs() < 2e-3, "({x}, {y})");
+                angles.push(y.atan2(*x));
+            }
+        }
+        assert!((150..=170).contains(&panel.items.len()), "{}", panel.items.len());
+        angles.sort_by(f64::total_cmp);
+        let widest = angles.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
+        assert!(widest < 0.1, "a gap of {widest} rad");
+    }
 
     /// Quartiles interpolate between order statistics; NaN is left out; nothing, no box.
     #[test]
