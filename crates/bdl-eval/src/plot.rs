@@ -586,7 +586,11 @@ mod tests {
                 angles.push(y.atan2(*x));
             }
         }
-        assert!((150..=170).contains(&panel.items.len()), "{}", panel.items.len());
+        assert!(
+            (150..=170).contains(&panel.items.len()),
+            "{}",
+            panel.items.len()
+        );
         angles.sort_by(f64::total_cmp);
         let widest = angles.windows(2).map(|w| w[1] - w[0]).fold(0.0, f64::max);
         assert!(widest < 0.1, "a gap of {widest} rad");

@@ -26,7 +26,7 @@ mod gibbs_uq;
 mod gibbs_xor;
 mod laplace_toy;
 mod laplace_uci;
-mod vadam_blr;
+mod vadam_logreg;
 mod vadam_uci;
 
 use std::path::{Path, PathBuf};
@@ -187,7 +187,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &gibbs_xor::EXPERIMENT,
         &laplace_toy::EXPERIMENT,
         &laplace_uci::EXPERIMENT,
-        &vadam_blr::EXPERIMENT,
+        &vadam_logreg::EXPERIMENT,
         &vadam_uci::EXPERIMENT,
     ]
 }
