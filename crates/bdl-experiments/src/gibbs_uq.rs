@@ -59,6 +59,8 @@ struct Row {
     iterations: u64,
     prediction_window: u64,
     test_images: usize,
+    /// Every layer's acceptance rate after the burn-in.
+    layer_acceptance: Vec<f64>,
     test_accuracy: f64,
     /// Mean predictive entropy (nats) of the correct and of the wrong predictions.
     entropy_correct: f64,
@@ -191,12 +193,14 @@ fn analyse(main: &MainChain, collection: Collection) -> Result<(Row, Vec<(String
         .boxes(1.0, &e_correct, "#2ca02c")
         .boxes(2.0, &e_wrong, "#d62728");
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+    let (acceptance, _) = main.chain.acceptance(main.burn_in)?;
     let row = Row {
         data: collection,
         batch_size: main.batch,
         iterations: main.iterations,
         prediction_window: main.window,
         test_images: images.len(),
+        layer_acceptance: acceptance.layer_rates(main.chain.blocks()),
         test_accuracy: correct.len() as f64 / images.len().max(1) as f64,
         entropy_correct: mean(&e_correct),
         entropy_wrong: mean(&e_wrong),
@@ -236,6 +240,7 @@ fn table(rows: &[Row]) -> String {
     let mut t = Table::new([
         "data",
         "chain",
+        "acceptance per layer",
         "test accuracy",
         "entropy, correct",
         "entropy, wrong",
@@ -249,6 +254,7 @@ fn table(rows: &[Row]) -> String {
                 "batch {}, {} iterations, last {}",
                 r.batch_size, r.iterations, r.prediction_window
             ),
+            crate::gibbs_xor::list(&r.layer_acceptance, 3),
             format!("{:.3}", r.test_accuracy),
             format!("{:.3}", r.entropy_correct),
             format!("{:.3}", r.entropy_wrong),

@@ -26,6 +26,7 @@ mod gibbs_uq;
 mod gibbs_xor;
 mod laplace_toy;
 mod laplace_uci;
+mod vadam_convergence;
 mod vadam_logreg;
 mod vadam_uci;
 
@@ -187,6 +188,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &gibbs_xor::EXPERIMENT,
         &laplace_toy::EXPERIMENT,
         &laplace_uci::EXPERIMENT,
+        &vadam_convergence::EXPERIMENT,
         &vadam_logreg::EXPERIMENT,
         &vadam_uci::EXPERIMENT,
     ]
