@@ -219,6 +219,8 @@ pub(crate) struct State {
     lambda_tilde: f64,
     /// The KL weight τ ∈ [0, 1].
     tau: f64,
+    /// Subnetwork inference: which parameters are held fixed (σ = 0, never updated).
+    fixed: Option<Vec<bool>>,
     pub(crate) mu: Vec<f64>,
     /// s (curvature or second moment), h for IVON, ρ for BBVI.
     s: Vec<f64>,
@@ -278,6 +280,7 @@ impl State {
             lt,
             lambda_tilde,
             tau,
+            fixed: None,
             mu,
             s: vec![s0; d],
             m: vec![0.0; d],
@@ -286,13 +289,30 @@ impl State {
         }
     }
 
+    /// Infers only the parameters `subset`; every other one stays at its current μ with σ = 0.
+    pub(crate) fn infer_only(&mut self, subset: &[usize]) {
+        let mut fixed = vec![true; self.mu.len()];
+        for &i in subset {
+            fixed[i] = false;
+        }
+        self.fixed = Some(fixed);
+    }
+
+    /// Whether parameter `i` is held fixed.
+    fn is_fixed(&self, i: usize) -> bool {
+        self.fixed.as_ref().is_some_and(|f| f[i])
+    }
+
     /// The perturbation standard deviation σ of every parameter: √τ / √(N(s + τλ̃)) for the
-    /// natural methods and IVON (0 at τ = 0), 1/√s for VadaGrad, softplus(ρ) for BBVI.
+    /// natural methods and IVON (0 at τ = 0), 1/√s for VadaGrad, softplus(ρ) for BBVI; 0 for a
+    /// parameter held fixed.
     pub(crate) fn sigma(&self) -> Vec<f64> {
         let (n, lt, root_tau) = (self.n, self.lt, self.tau.sqrt());
         self.s
             .iter()
-            .map(|&s| match self.method {
+            .enumerate()
+            .map(|(i, &s)| match self.method {
+                _ if self.is_fixed(i) => 0.0,
                 Method::VadaGrad { .. } => s.sqrt().recip(),
                 Method::Bbvi { .. } => softplus(s),
                 _ if self.tau == 0.0 => 0.0,
@@ -317,22 +337,24 @@ impl State {
         let alpha = self.method.learning_rate() * lr_scale;
         let sigma = self.sigma();
         let d = self.mu.len();
+        // The parameters this step updates (all but those held fixed), in index order.
+        let active: Vec<usize> = (0..d).filter(|&i| !self.is_fixed(i)).collect();
         match self.method.clone() {
             Method::Von { beta, .. } | Method::Vogn { beta, .. } => {
-                for i in 0..d {
+                for &i in &active {
                     self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.h[i];
                     self.mu[i] -= alpha * ratio(stats.g[i] + lt * self.mu[i], self.s[i] + lt);
                 }
             }
             Method::Vprop { beta, .. } => {
-                for i in 0..d {
+                for &i in &active {
                     self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.g_sq[i];
                     self.mu[i] -=
                         alpha * ratio(stats.g[i] + lt * self.mu[i], self.s[i].sqrt() + lt);
                 }
             }
             Method::Vadam { beta1, beta2, .. } => {
-                for i in 0..d {
+                for &i in &active {
                     self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * (stats.g[i] + lt * self.mu[i]);
                     self.s[i] = beta2 * self.s[i] + (1.0 - beta2) * stats.g_sq[i];
                     let m_hat = self.m[i] / (1.0 - beta1.powi(t));
@@ -341,7 +363,7 @@ impl State {
                 }
             }
             Method::VadaGrad { beta2, .. } => {
-                for i in 0..d {
+                for &i in &active {
                     self.s[i] += (1.0 - beta2) * stats.g_sq[i];
                     self.mu[i] -= alpha * stats.g[i] / self.s[i].sqrt();
                 }
@@ -353,7 +375,7 @@ impl State {
                 clip,
                 ..
             } => {
-                for i in 0..d {
+                for &i in &active {
                     // ĥ = ĝ∘(θ − μ)/σ² = ĝ∘ε/σ.
                     let h_hat = stats.g_eps[i] / sigma[i];
                     self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * stats.g[i];
@@ -372,7 +394,7 @@ impl State {
                 // The gradient of the mean log-likelihood plus τ KL(q ‖ p) / N.
                 let (lambda, tau) = (self.lambda_tilde * self.n, self.tau);
                 let (mut grad_mu, mut grad_rho) = (vec![0.0; d], vec![0.0; d]);
-                for i in 0..d {
+                for &i in &active {
                     let sd = sigma[i];
                     grad_mu[i] = stats.g[i] + tau * lambda * self.mu[i] / self.n;
                     let dkl_dsigma = tau * (lambda * sd - sd.recip());

@@ -48,6 +48,12 @@ pub struct VariationalConfig {
     /// its KL gradient by τ; VadaGrad has no KL term and ignores τ.
     #[serde(default = "one")]
     pub kl_weight: f64,
+    /// Subnetwork inference: only these flat parameter indices are inferred; every other
+    /// parameter stays at its value in μ₀ (a MAP, say) as a point mass, σ = 0 (the subnetwork
+    /// paper's open direction: any posterior over a chosen subset, here the variational ones,
+    /// with the subset from any rule of `bdl_laplace::selection`). `None`: every parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<Vec<usize>>,
 }
 
 fn one() -> f64 {
@@ -67,13 +73,15 @@ impl VariationalConfig {
             lr_decay: None,
             seed: Seed(0),
             kl_weight: 1.0,
+            subset: None,
         }
     }
 }
 
 impl Validate for VariationalConfig {
     /// The method's hyper-parameters, λ and the initial precision finite and > 0, at least one
-    /// epoch, example per batch and sample per step, κ ≥ 0, τ in [0, 1].
+    /// epoch, example per batch and sample per step, κ ≥ 0, τ in [0, 1], a subset of distinct
+    /// indices (that they are parameters of the network is checked by the fit).
     fn validate(&self) -> Result<(), InvalidParam> {
         self.method.validate().map_err(|e| e.within("method"))?;
         positive("prior_precision", self.prior_precision)?;
@@ -91,7 +99,19 @@ impl Validate for VariationalConfig {
             "kl_weight",
             self.kl_weight,
             "in [0, 1]",
-        )
+        )?;
+        if let Some(subset) = &self.subset {
+            let mut sorted = subset.clone();
+            sorted.sort_unstable();
+            let repeated = sorted.windows(2).find(|w| w[0] == w[1]);
+            require(
+                !subset.is_empty() && repeated.is_none(),
+                "subset",
+                repeated.map_or_else(|| "empty".to_owned(), |w| format!("{} twice", w[0])),
+                "distinct parameter indices, at least one",
+            )?;
+        }
+        Ok(())
     }
 }
 
@@ -162,6 +182,18 @@ pub fn fit_monitored(
         p0,
         config.kl_weight,
     );
+    if let Some(subset) = &config.subset {
+        let d = state.mu.len();
+        if let Some(&i) = subset.iter().find(|&&i| i >= d) {
+            return Err(InvalidParam::new(
+                "subset",
+                format!("index {i}"),
+                format!("parameter indices below {d}"),
+            )
+            .into());
+        }
+        state.infer_only(subset);
+    }
     let curvature = config.method.curvature();
     let d = state.mu.len();
     let mut noise = config.seed.fork("perturbation").rng();

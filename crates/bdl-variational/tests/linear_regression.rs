@@ -131,6 +131,85 @@ fn von_reaches_the_tempered_optimum_at_every_kl_weight() {
     }
 }
 
+/// Subnetwork inference over the slope alone, the intercept held at b₀ = 0.4: q(w) is the exact
+/// conditional posterior of w given b₀ (precision Σx²/σ² + λ, mean Σx(y − b₀)/σ² over it: a
+/// Gaussian, so the mean field over one weight is exact), and b never moves from b₀ nor gets
+/// any variance. Tolerances as in the full test below. Every method keeps b at b₀ exactly.
+#[test]
+fn a_subset_is_inferred_and_the_rest_stays_fixed() {
+    let p = problem();
+    let b0 = 0.4;
+    let (xs, ys): (Vec<f64>, Vec<f64>) = (
+        p.x.flatten_all().unwrap().to_vec1().unwrap(),
+        p.y.flatten_all().unwrap().to_vec1().unwrap(),
+    );
+    let s2 = SIGMA * SIGMA;
+    let precision = xs.iter().map(|x| x * x).sum::<f64>() / s2 + LAMBDA;
+    let mean = xs.iter().zip(&ys).map(|(x, y)| x * (y - b0)).sum::<f64>() / s2 / precision;
+    let mu0 = Tensor::new(&[0.0f64, b0], &Device::Cpu).unwrap();
+    let fit_with = |method: Method, epochs: usize, samples: usize| {
+        let config = VariationalConfig {
+            mc_samples: samples,
+            lr_decay: Some(0.55),
+            subset: Some(vec![0]),
+            ..VariationalConfig::new(method, LAMBDA, epochs, N)
+        };
+        let gaussian = Likelihood::Gaussian { sigma: SIGMA };
+        fit(&p.model, &mu0, gaussian, &p.x, &p.y, &valid(&config))
+            .unwrap()
+            .posterior
+            .q()
+            .clone()
+    };
+    let von = Method::Von {
+        learning_rate: 0.5,
+        beta: 1.0,
+    };
+    let q = fit_with(von, 2000, 16);
+    assert!((q.var[0] - precision.recip()).abs() <= 1e-12 * precision.recip());
+    assert!(
+        (q.mean[0] - mean).abs() <= 0.15 * precision.recip().sqrt(),
+        "{q:?} vs {mean}"
+    );
+    assert_eq!((q.mean[1], q.var[1]), (b0, 0.0));
+    for method in [
+        Method::vadam(0.05),
+        Method::ivon(0.05),
+        Method::Bbvi {
+            learning_rate: 0.05,
+            beta1: 0.9,
+            beta2: 0.999,
+            init_std: 0.1,
+        },
+    ] {
+        let name = method.name();
+        let q = fit_with(method, 50, 1);
+        assert_eq!((q.mean[1], q.var[1]), (b0, 0.0), "{name}");
+        assert!(q.var[0] > 0.0 && q.mean[0] != 0.0, "{name}: {q:?}");
+    }
+}
+
+/// A subset index outside the network is refused when the fit starts, a repeated or empty one
+/// when the configuration is checked.
+#[test]
+fn a_bad_subset_is_refused() {
+    let p = problem();
+    let config = VariationalConfig {
+        subset: Some(vec![0, 2]),
+        ..VariationalConfig::new(Method::vadam(0.1), LAMBDA, 1, N)
+    };
+    let mu0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
+    let gaussian = Likelihood::Gaussian { sigma: SIGMA };
+    assert!(fit(&p.model, &mu0, gaussian, &p.x, &p.y, &valid(&config)).is_err());
+    for subset in [vec![], vec![1, 1]] {
+        let config = VariationalConfig {
+            subset: Some(subset),
+            ..VariationalConfig::new(Method::vadam(0.1), LAMBDA, 1, N)
+        };
+        assert!(config.check().is_err());
+    }
+}
+
 /// The KL weight must lie in [0, 1].
 #[test]
 fn a_kl_weight_outside_the_unit_interval_is_refused() {
