@@ -25,8 +25,10 @@ use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates, Selection};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
+use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, Pilot, ProposalVariance, Sampler};
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
+use bdl_variational::{Method, VariationalConfig};
 use candle_core::{DType, Device, Tensor};
 use faer::Mat;
 use serde::Serialize;
@@ -62,6 +64,15 @@ struct Settings {
     grid: usize,
     /// The subnetwork sizes, as fractions of the weights.
     fractions: [(&'static str, f64); 3],
+    /// Subnetwork inference with other posteriors, over the Wasserstein (exact) and random
+    /// subnetworks of this size: VOGN (full batch, this many steps, this many weight samples
+    /// per step, its predictive from this many draws) and blocked Gibbs (node blocks restricted
+    /// to the subnetwork, pilot-tuned, this many sweeps, the first quarter discarded).
+    subset_fraction: (&'static str, f64),
+    vogn_steps: usize,
+    vogn_samples: usize,
+    predictive_draws: usize,
+    gibbs_sweeps: u64,
 }
 
 impl Settings {
@@ -84,6 +95,17 @@ impl Settings {
                 _ => 240,
             },
             fractions: [("50%", 0.5), ("3%", 0.03), ("1%", 0.01)],
+            subset_fraction: ("3%", 0.03),
+            vogn_steps: match profile {
+                Profile::Smoke => 20,
+                _ => 2000,
+            },
+            vogn_samples: 8,
+            predictive_draws: 200,
+            gibbs_sweeps: match profile {
+                Profile::Smoke => 40,
+                _ => 4000,
+            },
         }
     }
 }
@@ -373,6 +395,44 @@ fn run(ctx: &Context) -> Result<Outcome> {
         let r = selection::random(layout, Candidates::WeightsOnly, s, seed.fork(label))?;
         methods.push(subnet(format!("random {label}"), signal_free(r), true)?);
     }
+    // Subnetwork inference with other posteriors over the same subnetworks, from the MAP.
+    let (label, fraction) = settings.subset_fraction;
+    let s = (n_weights as f64 * fraction).round() as usize;
+    let chosen = [
+        (
+            format!("Wasserstein exact {label}"),
+            selection::largest(&exact, layout, Candidates::WeightsOnly, s, None)?.indices,
+        ),
+        (
+            format!("random {label}"),
+            selection::random(layout, Candidates::WeightsOnly, s, seed.fork(label))?.indices,
+        ),
+    ];
+    let scaled = LAMBDA * s as f64 / n_weights as f64;
+    for (name, subset) in chosen {
+        ctx.log(format!("VOGN and Gibbs over {name}"));
+        let draws = subset_vogn(&model, map, &x, &y, &subset, scaled, &settings)?;
+        methods.push(variance_of(
+            format!("VOGN over {name}"),
+            subset.len(),
+            scaled,
+            &model,
+            &draws,
+            &grid_t,
+            &x,
+        )?);
+        let draws = subset_gibbs(&model, map, &x, &y, &subset, scaled, &settings)?;
+        methods.push(variance_of(
+            format!("Gibbs over {name}"),
+            subset.len(),
+            scaled,
+            &model,
+            &draws,
+            &grid_t,
+            &x,
+        )?);
+    }
+
     // Scores.
     let noise = sigma * sigma;
     let full_sd: Vec<f64> = methods[2]
@@ -441,6 +501,147 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body)
     .claims(claims)
     .figure("laplace-toy.svg", figure.to_svg()))
+}
+
+/// VOGN over `subset` from the MAP (every other weight held at the MAP), full batch, with the
+/// prior precision `prior` on the subset; `settings.predictive_draws` parameter vectors from the
+/// fitted q.
+fn subset_vogn(
+    model: &Network,
+    map: &MapEstimate,
+    x: &Tensor,
+    y: &Tensor,
+    subset: &[usize],
+    prior: f64,
+    settings: &Settings,
+) -> Result<Vec<Vec<f64>>> {
+    let config = VariationalConfig {
+        mc_samples: settings.vogn_samples,
+        subset: Some(subset.to_vec()),
+        seed: Seed(0).fork("subset-vogn"),
+        ..VariationalConfig::new(
+            Method::Vogn {
+                learning_rate: 0.05,
+                beta: 0.1,
+            },
+            prior,
+            settings.vogn_steps,
+            x.dims()[0],
+        )
+    }
+    .check()?;
+    let q = bdl_variational::fit(model, map.theta(), map.likelihood(), x, y, &config)?.posterior;
+    let q = q.q();
+    let mut rng = Seed(0).fork("subset-vogn draws").rng();
+    let d = q.mean.len();
+    let eps = bdl_tensor::normal(
+        &mut rng,
+        (settings.predictive_draws, d),
+        0.0,
+        1.0,
+        DType::F64,
+        &Device::Cpu,
+    )?;
+    let eps: Vec<Vec<f64>> = eps.to_vec2()?;
+    Ok(eps
+        .iter()
+        .map(|e| (0..d).map(|i| q.mean[i] + q.var[i].sqrt() * e[i]).collect())
+        .collect())
+}
+
+/// Blocked Gibbs over `subset` from the MAP (node blocks restricted to it, every other weight
+/// fixed at the MAP), exact batches, the Gaussian likelihood of the MAP, the prior N(0, 1/prior);
+/// per-layer variances by a pilot into [0.2, 0.5]; the draws of the last three quarters of
+/// `settings.gibbs_sweeps`, thinned to `settings.predictive_draws`.
+fn subset_gibbs(
+    model: &Network,
+    map: &MapEstimate,
+    x: &Tensor,
+    y: &Tensor,
+    subset: &[usize],
+    prior: f64,
+    settings: &Settings,
+) -> Result<Vec<Vec<f64>>> {
+    let Network::Mlp(mlp) = model else {
+        unreachable!("the toy network is an MLP")
+    };
+    let train = bdl_data::Dataset::new(
+        x.to_dtype(DType::F32)?,
+        y.to_dtype(DType::F32)?,
+        bdl_data::Task::Regression {
+            targets: vec!["y".into()],
+        },
+        vec!["x".into()],
+        bdl_data::Provenance::default(),
+    )?;
+    let proposal = ProposalVariance::Common(1e-3);
+    let config = GibbsConfig {
+        prior_variance: 1.0 / prior,
+        ..GibbsConfig::new(
+            Blocking::Subnetwork {
+                subset: subset.to_vec(),
+                within: Box::new(Blocking::Node),
+            },
+            proposal.clone(),
+            BatchMode::Exact,
+        )
+    }
+    .check()?;
+    let seed = Seed(0).fork("subset-gibbs");
+    let mut sampler = Sampler::new(mlp, map.likelihood(), &train, &config, map.theta(), seed)?;
+    let mut rng = seed.fork("sweeps").rng();
+    let pilot = Pilot {
+        sweeps: 100,
+        ..Pilot::new([0.2, 0.5])
+    }
+    .check()?;
+    sampler.tune(&pilot, &proposal, mlp.n_layers(), &mut rng)?;
+    let burn_in = settings.gibbs_sweeps / 4;
+    let every = ((settings.gibbs_sweeps - burn_in) / settings.predictive_draws as u64).max(1);
+    let mut draws = Vec::new();
+    for t in 0..settings.gibbs_sweeps {
+        sampler.iterate(t, &mut rng)?;
+        if t >= burn_in && (t - burn_in + 1).is_multiple_of(every) {
+            draws.push(bdl_tensor::to_f64_vec(&sampler.params()?)?);
+        }
+    }
+    Ok(draws)
+}
+
+/// The epistemic variance of f over the grid and at the data, from parameter draws.
+fn variance_of(
+    name: String,
+    s: usize,
+    prior: f64,
+    model: &Network,
+    draws: &[Vec<f64>],
+    grid: &Tensor,
+    x: &Tensor,
+) -> Result<Evaluated> {
+    let variance = |at: &Tensor| -> Result<Vec<f64>> {
+        let fs = draws
+            .iter()
+            .map(|theta| {
+                let theta = Tensor::new(theta.as_slice(), at.device())?;
+                Ok(bdl_tensor::to_f64_vec(&model.forward(&theta, at)?)?)
+            })
+            .collect::<Result<Vec<Vec<f64>>>>()?;
+        let n = fs.len() as f64;
+        Ok((0..fs[0].len())
+            .map(|i| {
+                let mean = fs.iter().map(|f| f[i]).sum::<f64>() / n;
+                fs.iter().map(|f| (f[i] - mean).powi(2)).sum::<f64>() / n
+            })
+            .collect())
+    };
+    Ok(Evaluated {
+        name,
+        s,
+        prior,
+        grid_var: variance(grid)?,
+        data_var: variance(x)?,
+        selection: None,
+    })
 }
 
 fn by<'a>(rows: &'a [Row], name: &str) -> &'a Row {
