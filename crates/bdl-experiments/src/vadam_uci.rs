@@ -112,10 +112,19 @@ enum Which {
     Vadam,
     Bbvi,
     Vogn,
+    Vprop,
+    Ivon,
     Dropout,
 }
 
-const METHODS: [Which; 4] = [Which::Vadam, Which::Bbvi, Which::Vogn, Which::Dropout];
+const METHODS: [Which; 6] = [
+    Which::Vadam,
+    Which::Bbvi,
+    Which::Vogn,
+    Which::Vprop,
+    Which::Ivon,
+    Which::Dropout,
+];
 
 impl Which {
     fn name(self) -> &'static str {
@@ -123,6 +132,8 @@ impl Which {
             Self::Vadam => "Vadam",
             Self::Bbvi => "BBVI",
             Self::Vogn => "VOGN",
+            Self::Vprop => "Vprop",
+            Self::Ivon => "IVON",
             Self::Dropout => "MC dropout",
         }
     }
@@ -146,6 +157,12 @@ impl Which {
                 learning_rate: LEARNING_RATE,
                 beta: 1.0 - beta2,
             }),
+            Self::Vprop => Some(Method::Vprop {
+                learning_rate: LEARNING_RATE,
+                beta: 1.0 - beta2,
+            }),
+            // Its authors' β₁, β₂ and h₀ (Shen et al. 2024), the common step size.
+            Self::Ivon => Some(Method::ivon(LEARNING_RATE)),
             Self::Dropout => None,
         }
     }
