@@ -97,13 +97,9 @@ fn compare(
     ours: impl FnMut() -> Result<()>,
     naive: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    let (t_ours, t_naive) = (median_time(ours)?, median_time(naive)?);
-    println!(
-        "{label:<92} {:>9.3} ms {:>9.3} ms {:>7.1}×",
-        t_ours.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() * 1e3,
-        t_naive.as_secs_f64() / t_ours.as_secs_f64()
-    );
+    let (ours, naive) = (median_time(ours)?, median_time(naive)?);
+    let ratio = naive.as_secs_f64() / ours.as_secs_f64();
+    print_row(label, ours, naive, &format!("{ratio:>7.1}×"));
     Ok(())
 }
 
@@ -114,14 +110,19 @@ fn cost_ratio(
     method: impl FnMut() -> Result<()>,
     reference: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    let (t_method, t_reference) = (median_time(method)?, median_time(reference)?);
-    println!(
-        "{label:<92} {:>9.3} ms {:>9.3} ms {:>6.2}× cost",
-        t_method.as_secs_f64() * 1e3,
-        t_reference.as_secs_f64() * 1e3,
-        t_method.as_secs_f64() / t_reference.as_secs_f64()
-    );
+    let (method, reference) = (median_time(method)?, median_time(reference)?);
+    let ratio = method.as_secs_f64() / reference.as_secs_f64();
+    print_row(label, method, reference, &format!("{ratio:>6.2}× cost"));
     Ok(())
+}
+
+/// One row: the label, two times in milliseconds and what relates them.
+fn print_row(label: &str, first: Duration, second: Duration, ratio: &str) {
+    println!(
+        "{label:<92} {:>9.3} ms {:>9.3} ms {ratio}",
+        first.as_secs_f64() * 1e3,
+        second.as_secs_f64() * 1e3,
+    );
 }
 
 /// The median wall time of `f` over enough repetitions to fill about half a second (at least 3).
