@@ -550,13 +550,7 @@ fn gibbs_node_sweep() -> Result<()> {
     let mut ours = bdl_mcmc::Sampler::new(&model, likelihood, &data, &config, &theta, Seed(2))?;
     let kernel = config.kernel(model.layout())?;
     let mut naive = bdl_mcmc::DensityTarget::new(kernel.blocks().to_vec(), |params: &[f32]| {
-        let full = || -> Result<f64> {
-            let params = Tensor::from_slice(params, params.len(), &device)?;
-            let f = model.forward(&params, data.x())?;
-            let ll = likelihood.log_lik(&f, data.y())?;
-            Ok(ll.to_dtype(DType::F64)?.sum_all()?.to_scalar()?)
-        };
-        full().expect("the benchmark's forward pass")
+        full_log_lik(&model, likelihood, &data, params)
     });
     let mut state = State::new(theta.to_vec1::<f32>()?);
     let mut acceptance = Acceptance::new(kernel.blocks().len());
@@ -633,13 +627,7 @@ fn gibbs_paper_sweep(blocking: bdl_mcmc::Blocking) -> Result<()> {
     let n_blocks = kernel.blocks().len();
     let mut ours = bdl_mcmc::Sampler::new(&model, likelihood, &train, &config, &theta, Seed(2))?;
     let mut naive = bdl_mcmc::DensityTarget::new(kernel.blocks().to_vec(), |params: &[f32]| {
-        let full = || -> Result<f64> {
-            let params = Tensor::from_slice(params, params.len(), &device)?;
-            let f = model.forward(&params, first.x())?;
-            let ll = likelihood.log_lik(&f, first.y())?;
-            Ok(ll.to_dtype(DType::F64)?.sum_all()?.to_scalar()?)
-        };
-        full().expect("the benchmark's forward pass")
+        full_log_lik(&model, likelihood, &first, params)
     });
     let mut state = State::new(theta.to_vec1::<f32>()?);
     let mut acceptance = Acceptance::new(n_blocks);
@@ -669,6 +657,23 @@ fn gibbs_paper_sweep(blocking: bdl_mcmc::Blocking) -> Result<()> {
         t_naive.as_secs_f64() / t_ours.as_secs_f64()
     );
     Ok(())
+}
+
+/// The naive evaluator of the Gibbs benchmarks: ℓ̂(θ) on `data` by a full candle forward pass and
+/// the tensor log-likelihood, summed in f64.
+fn full_log_lik(
+    model: &Mlp,
+    likelihood: Likelihood,
+    data: &bdl_data::Dataset,
+    params: &[f32],
+) -> f64 {
+    let full = || -> Result<f64> {
+        let params = Tensor::from_slice(params, params.len(), &Device::Cpu)?;
+        let f = model.forward(&params, data.x())?;
+        let ll = likelihood.log_lik(&f, data.y())?;
+        Ok(ll.to_dtype(DType::F64)?.sum_all()?.to_scalar()?)
+    };
+    full().expect("the benchmark's forward pass")
 }
 
 /// The MNIST training images for a batch of `batch`: the fetched training set when it is there,
