@@ -108,7 +108,7 @@ pub fn brier(pred: &Predictive, labels: &Tensor) -> Result<f64> {
 
 /// One equal-width bin of a reliability diagram: the points whose confidence (largest class
 /// probability) falls in [lower, upper), their number, mean confidence and accuracy.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct ReliabilityBin {
     /// The bin's lower edge.
     pub lower: f64,

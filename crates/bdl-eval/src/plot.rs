@@ -11,6 +11,13 @@
 
 use std::fmt::Write;
 
+/// Twelve distinguishable line colours, for figures with one line per method (the first ten are
+/// the usual categorical palette of matplotlib's `tab10`).
+pub const PALETTE: [&str; 12] = [
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
+    "#bcbd22", "#17becf", "#000000", "#aec7e8",
+];
+
 const PANEL_W: f64 = 320.0;
 const PANEL_H: f64 = 240.0;
 const MARGIN: (f64, f64, f64, f64) = (44.0, 12.0, 28.0, 34.0); // left, right, top, bottom

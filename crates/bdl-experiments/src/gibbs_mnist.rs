@@ -221,13 +221,14 @@ struct Row {
 
 /// The training and test images of `collection`, the training images first transformed by
 /// `augment` when given (each image once, from the stream `seed.index(image)`), then both
-/// standardised with the training images' mean and standard deviation.
+/// standardised with the training images' mean and standard deviation (the standardiser is
+/// returned third).
 fn load(
     ctx: &Context,
     settings: &Settings,
     collection: Collection,
     augment: Option<(&[Transform], Seed)>,
-) -> Result<(Dataset, Dataset)> {
+) -> Result<(Dataset, Dataset, Standardizer)> {
     let first = |data: Dataset, n: Option<usize>| -> Result<Dataset> {
         Ok(match n {
             Some(n) if n < data.len() => data.select(&(0..n).collect::<Vec<_>>())?,
@@ -250,6 +251,7 @@ fn load(
     Ok((
         train.with_x(scale.transform(train.x())?)?,
         test.with_x(scale.transform(test.x())?)?,
+        scale,
     ))
 }
 
@@ -296,6 +298,9 @@ fn chain_folder(
 pub(crate) struct MainChain {
     pub(crate) chain: Chain,
     pub(crate) test: Dataset,
+    /// The standardiser of the chain's inputs (fitted on its training images): new raw images
+    /// go through it before the chain's predictive.
+    pub(crate) scale: Standardizer,
     /// The prediction window: the draws of the last this many iterations.
     pub(crate) window: u64,
     /// Acceptance rates count from this iteration on.
@@ -319,7 +324,7 @@ pub(crate) fn main_chain(
 ) -> Result<MainChain> {
     let settings = Settings::of(ctx.profile);
     let augment = augment.map(|t| (t, Seed(2023).fork("augment")));
-    let (train, test) = load(ctx, &settings, collection, augment)?;
+    let (train, test, scale) = load(ctx, &settings, collection, augment)?;
     let mlp = Mlp::new(MlpSpec::new(WIDTHS, Activation::Sigmoid))?;
     let batch = settings.first_batch;
     let &(_, variances) = settings
@@ -352,6 +357,7 @@ pub(crate) fn main_chain(
     Ok(MainChain {
         chain: Chain::open(&bdl_mcmc::chain_dir(&dir, 0))?,
         test,
+        scale,
         window: settings.window,
         burn_in: settings.burn_in,
         batch,
@@ -377,7 +383,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .collections
         .iter()
         .map(|&c| {
-            let (train, test) = load(ctx, &settings, c, None)?;
+            let (train, test, _) = load(ctx, &settings, c, None)?;
             Ok((c, train, test))
         })
         .collect::<Result<_>>()?;

@@ -26,6 +26,7 @@ mod gibbs_uq;
 mod gibbs_xor;
 mod laplace_toy;
 mod laplace_uci;
+mod shift_mnist;
 mod vadam_convergence;
 mod vadam_logreg;
 mod vadam_uci;
@@ -188,6 +189,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &gibbs_xor::EXPERIMENT,
         &laplace_toy::EXPERIMENT,
         &laplace_uci::EXPERIMENT,
+        &shift_mnist::EXPERIMENT,
         &vadam_convergence::EXPERIMENT,
         &vadam_logreg::EXPERIMENT,
         &vadam_uci::EXPERIMENT,

@@ -35,7 +35,10 @@ impl DiagLaplace {
         Self::from_ggn_diagonal(map.clone(), ggn_diagonal, config)
     }
 
-    fn from_ggn_diagonal(
+    /// Builds the posterior from a GGN diagonal already computed at `map` (by
+    /// [`ggn_diagonal`](crate::ggn_diagonal)): one GGN serves every prior precision of a
+    /// search, each posterior costing O(D). Errors when a precision h_dd + λ_d is not positive.
+    pub fn from_ggn_diagonal(
         map: MapEstimate,
         ggn_diagonal: Vec<f64>,
         config: &Valid<LaplaceConfig>,
@@ -97,6 +100,22 @@ impl LinearizedPosterior for DiagLaplace {
                 }
             }
         })
+    }
+
+    /// Σ_d σ_d² J_kd(x_n)² at each row of `x`, shape `[N, K]` (f64), from the layers' factors
+    /// ([`Model::weighted_jacobian_sq`]) without forming the Jacobian.
+    fn f_variance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
+        let (model, theta) = (self.map.network(), self.map.theta());
+        let variances = Tensor::from_slice(&self.variances, self.variances.len(), theta.device())?
+            .to_dtype(theta.dtype())?;
+        let n = bdl_inference::n_rows(x, "x")?;
+        let mut blocks = Vec::new();
+        for start in (0..n).step_by(batch_size.max(1)) {
+            let xb = x.narrow(0, start, batch_size.max(1).min(n - start))?;
+            let cache = model.forward_cached(theta, &xb)?;
+            blocks.push(model.weighted_jacobian_sq(theta, &cache, &variances)?);
+        }
+        Ok(Tensor::cat(&blocks, 0)?.to_dtype(candle_core::DType::F64)?)
     }
 }
 

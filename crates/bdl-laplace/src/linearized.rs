@@ -6,8 +6,8 @@
 //! J_Sᵀ ↦ Aᵀ J_Sᵀ (a triangular solve for a Cholesky-factored precision, a row scaling for a
 //! diagonal covariance).
 
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Valid};
-use bdl_likelihoods::{FunctionVariance, Predictive};
+use bdl_inference::{Link, MapEstimate, Posterior, PredictOptions, Valid};
+use bdl_likelihoods::{FunctionVariance, Likelihood, Predictive};
 use bdl_models::Model;
 use candle_core::{DType, Device, Tensor};
 use faer::MatMut;
@@ -33,7 +33,8 @@ pub(crate) fn f_covariance(
         let j = model
             .jacobian(theta, &cache, subset)?
             .to_dtype(DType::F64)?;
-        let mut w = bdl_tensor::to_mat(&j.t()?)?;
+        // Jᵀ from J's row-major storage: its transpose is column-major, copied straight.
+        let mut w = bdl_tensor::with_mat_ref(&j, |m| m.transpose().to_owned())?;
         whiten(w.as_mut());
         for p in 0..cache.n_examples {
             let wp = w.subcols(p * k, k);
@@ -62,19 +63,38 @@ pub trait LinearizedPosterior {
     /// rows at a time.
     fn f_covariance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor>;
 
-    /// The linearized predictive at the rows of `x`.
+    /// The diagonal of [`f_covariance`](Self::f_covariance), shape `[N, K]` (f64): all that the
+    /// probit link reads. By default taken from the full covariances; a posterior that can
+    /// compute it directly (the diagonal Laplace) overrides it.
+    fn f_variance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
+        let cov = self.f_covariance(x, batch_size)?;
+        let (n, k, _) = cov.dims3()?;
+        let diagonal: Vec<u32> = (0..k as u32).map(|i| i * (k as u32 + 1)).collect();
+        let diagonal = Tensor::from_vec(diagonal, k, cov.device())?;
+        Ok(cov.reshape((n, k * k))?.index_select(&diagonal, 1)?)
+    }
+
+    /// The linearized predictive at the rows of `x`: with the probit link for classification
+    /// only the output variances are formed ([`f_variance`](Self::f_variance)), otherwise the
+    /// full output covariances.
     fn linearized_predictive(
         &self,
         x: &Tensor,
         options: &Valid<PredictOptions>,
     ) -> Result<Predictive> {
         let map = self.estimate();
-        let cov = self.f_covariance(x, options.batch_size)?;
+        let likelihood = map.likelihood();
+        let probit = options.link == Link::Probit
+            && matches!(
+                likelihood,
+                Likelihood::Categorical { .. } | Likelihood::Bernoulli
+            );
+        let variance = if probit {
+            FunctionVariance::Diagonal(self.f_variance(x, options.batch_size)?)
+        } else {
+            FunctionVariance::Full(self.f_covariance(x, options.batch_size)?)
+        };
         let mean = map.outputs(x, options.batch_size)?.to_dtype(DType::F64)?;
-        Ok(map.likelihood().predictive(
-            &mean,
-            &FunctionVariance::Full(cov),
-            options.class_link(),
-        )?)
+        Ok(likelihood.predictive(&mean, &variance, options.class_link())?)
     }
 }

@@ -191,7 +191,8 @@ fn zero_prior_with_dead_units_is_a_clear_error() {
 
 #[test]
 fn diagonal_laplace_predictive_is_j_diag_jt() {
-    // Against the explicit J diag(1/(h + λ)) Jᵀ with the full Jacobian, per point.
+    // Against the explicit J diag(1/(h + λ)) Jᵀ with the full Jacobian, per point; and the
+    // output variances the probit link reads (computed without the Jacobian) are its diagonal.
     let (model, theta, x) = setup(Seed(8), 2, 15);
     let lik = likelihood(2);
     let config = LaplaceConfig {
@@ -203,6 +204,7 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
     let diag = bdl_laplace::DiagLaplace::fit(&map, &x, &valid(&config)).unwrap();
     let x_test = x.narrow(0, 0, 5).unwrap();
     let cov = values(&diag.f_covariance(&x_test, config.batch_size).unwrap());
+    let var = values(&diag.f_variance(&x_test, config.batch_size).unwrap());
     let d = model.layout().len();
     let all: Vec<usize> = (0..d).collect();
     let cache = model.forward_cached(&theta, &x_test).unwrap();
@@ -219,6 +221,13 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
                     (got - expected).abs() <= 1e-12 * (1.0 + expected.abs()),
                     "{got} vs {expected}"
                 );
+                if a == b {
+                    let got = var[p * 2 + a];
+                    assert!(
+                        (got - expected).abs() <= 1e-12 * (1.0 + expected.abs()),
+                        "variance {got} vs {expected}"
+                    );
+                }
             }
         }
     }

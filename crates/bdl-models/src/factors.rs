@@ -84,13 +84,20 @@ impl LayerFactors {
         if self.positions == 1 {
             return Ok(self.delta.sqr()?.t()?.matmul(&self.input.sqr()?)?);
         }
+        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        let per_example = self.per_row_weight_grads()?;
+        let ones = ones_row(self.rows(), per_example.dtype(), per_example.device())?;
+        Ok(ones.matmul(&per_example.sqr()?)?.reshape((o, j))?)
+    }
+
+    /// The per-row weight gradients g_r(W) = δ_rᵀ a_r, shape `[R, O·J]` (each row the `[O, J]`
+    /// weight matrix, row-major): one batched product over the rows.
+    fn per_row_weight_grads(&self) -> Result<Tensor> {
         let (r, p) = (self.rows(), self.positions);
         let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
         let delta = self.delta.reshape((r, p, o))?.transpose(1, 2)?;
         let input = self.input.reshape((r, p, j))?;
-        let per_example = delta.matmul(&input)?.reshape((r, o * j))?;
-        let ones = ones_row(r, per_example.dtype(), per_example.device())?;
-        Ok(ones.matmul(&per_example.sqr()?)?.reshape((o, j))?)
+        Ok(delta.matmul(&input)?.reshape((r, o * j))?)
     }
 
     /// Σ_n g_n(b)∘g_n(b), shape `[O]`.
@@ -107,6 +114,9 @@ impl LayerFactors {
     /// The per-row gradients of the given parameters, shape `[R, columns.len()]`: column c holds
     /// Σ_p a_{r,p,j} δ_{r,p,o} for a weight and Σ_p δ_{r,p,o} for a bias.
     pub(crate) fn columns(&self, columns: &[Column]) -> Result<Tensor> {
+        if let Some(whole) = self.whole_layer(columns)? {
+            return Ok(whole);
+        }
         let device = self.delta.device();
         let o_idx = index_tensor(
             columns.iter().map(|c| match *c {
@@ -133,5 +143,57 @@ impl LayerFactors {
         )?;
         let input = input.index_select(&j_idx, 1)?;
         self.sum_positions((input * delta)?)
+    }
+
+    /// Σ_oj w_oj g_r(W_oj)² (+ Σ_o b_o g_r(b_o)² with bias weights `b`) for every row r, shape
+    /// `[R]`, for weights `w` of the `[O, J]` matrix flattened row-major: for a dense layer
+    /// ((δ∘δ) W ∘ (a∘a)) 1 without any per-row gradient, for P > 1 the per-row gradients
+    /// squared against w.
+    pub(crate) fn weighted_row_sq(&self, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
+        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        let weights = if self.positions == 1 {
+            let spread = self.delta.sqr()?.matmul(&w.reshape((o, j))?)?;
+            (spread * self.input.sqr()?)?.sum(1)?
+        } else {
+            self.per_row_weight_grads()?
+                .sqr()?
+                .matmul(&w.reshape((o * j, 1))?)?
+                .squeeze(1)?
+        };
+        let Some(b) = b else {
+            return Ok(weights);
+        };
+        let bias = self.sum_positions(self.delta.clone())?;
+        Ok((weights + bias.sqr()?.matmul(&b.reshape((o, 1))?)?.squeeze(1)?)?)
+    }
+
+    /// [`columns`](Self::columns) when they are the whole weight matrix in layout order
+    /// (row-major), optionally followed by every bias in order: the per-row gradients by one
+    /// batched product instead of a gather per column (a full or last-layer Jacobian); `None`
+    /// for any other selection.
+    fn whole_layer(&self, columns: &[Column]) -> Result<Option<Tensor>> {
+        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        let Some((weights, rest)) = columns.split_at_checked(o * j) else {
+            return Ok(None);
+        };
+        let in_order = weights
+            .iter()
+            .enumerate()
+            .all(|(c, col)| *col == Column::Weight { o: c / j, j: c % j });
+        let biases = rest.is_empty()
+            || (rest.len() == o
+                && rest
+                    .iter()
+                    .enumerate()
+                    .all(|(c, col)| *col == Column::Bias { o: c }));
+        if !(in_order && biases) {
+            return Ok(None);
+        }
+        let grads = self.per_row_weight_grads()?;
+        if rest.is_empty() {
+            return Ok(Some(grads));
+        }
+        let bias = self.sum_positions(self.delta.clone())?;
+        Ok(Some(Tensor::cat(&[grads, bias], 1)?))
     }
 }

@@ -102,6 +102,36 @@ pub trait Model {
     /// The Jacobian ∂f(x_n)/∂θ_S for the parameter columns `subset` (flat indices, any order),
     /// shape `[N·K, |S|]`: row n·K + k holds ∂f_k(x_n)/∂θ_S. Only the |S| columns are built.
     fn jacobian(&self, params: &Tensor, cache: &Cache, subset: &[usize]) -> Result<Tensor> {
+        let factors = self.jacobian_factors(params, cache)?;
+        subset_columns(self.layout(), &factors, subset)
+    }
+
+    /// The diagonal of J_n diag(w) J_nᵀ at every example: Σ_d w_d (∂f_k(x_n)/∂θ_d)², shape
+    /// `[N, K]`, for weights `w` (`[D]`, the parameters' dtype). With w the variances of a
+    /// diagonal Gaussian over θ these are the linearized output variances. Built from each
+    /// layer's factors without the Jacobian: Σ_oj w_oj δ_ro² a_rj² = ((δ∘δ) W ∘ (a∘a)) 1 per row
+    /// of a dense layer, the squared per-row gradients against w for a convolution.
+    fn weighted_jacobian_sq(&self, params: &Tensor, cache: &Cache, w: &Tensor) -> Result<Tensor> {
+        let segments = self.layout().segments();
+        let segment = |i: usize| -> Result<Tensor> {
+            Ok(w.narrow(0, segments[i].offset, segments[i].numel())?)
+        };
+        let mut total: Option<Tensor> = None;
+        for f in self.jacobian_factors(params, cache)? {
+            let bias = f.bias_segment.map(segment).transpose()?;
+            let part = f.weighted_row_sq(&segment(f.weight_segment)?, bias.as_ref())?;
+            total = Some(match total {
+                Some(t) => (t + part)?,
+                None => part,
+            });
+        }
+        let total = total.expect("a model has at least one layer");
+        Ok(total.reshape((cache.n_examples, self.n_outputs()))?)
+    }
+
+    /// The factors of the Jacobian: the cache repeated K times, backpropagated from the unit
+    /// output gradients, so that row n·K + k belongs to ∂f_k(x_n)/∂θ.
+    fn jacobian_factors(&self, params: &Tensor, cache: &Cache) -> Result<Vec<LayerFactors>> {
         let k = self.n_outputs();
         let n = cache.n_examples;
         let repeated = cache.repeat_interleave(k)?;
@@ -109,8 +139,7 @@ pub trait Model {
             .unsqueeze(0)?
             .broadcast_as((n, k, k))?
             .reshape((n * k, k))?;
-        let factors = self.factors(params, &repeated, &eye)?;
-        subset_columns(self.layout(), &factors, subset)
+        self.factors(params, &repeated, &eye)
     }
 }
 
@@ -201,6 +230,9 @@ fn subset_columns(
         }
     }
     let grouped = Tensor::cat(&blocks, 1)?;
+    if order.iter().enumerate().all(|(c, &pos)| c == pos) {
+        return Ok(grouped); // requested in layer order already (any ascending subset)
+    }
     // `order[c]` is the requested position of grouped column c; invert it.
     let mut inverse = vec![0u32; subset.len()];
     for (c, &pos) in order.iter().enumerate() {

@@ -8,7 +8,8 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use common::{
     activation, assert_close, assert_dropout_is_seeded_and_backpropagated,
-    assert_jacobian_matches_central_differences, assert_per_example_products, randn, values,
+    assert_jacobian_matches_central_differences, assert_jacobian_routes_agree,
+    assert_per_example_products, randn, values,
 };
 use proptest::prelude::*;
 
@@ -171,6 +172,14 @@ proptest! {
         let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
         let x = images(&model, n, seed.fork("x"));
         assert_jacobian_matches_central_differences(&model, &theta, &x, seed);
+    }
+
+    #[test]
+    fn jacobian_routes_agree(model in small_cnn(), n in 1usize..4, seed in any::<u64>()) {
+        let seed = Seed(seed);
+        let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+        let x = images(&model, n, seed.fork("x"));
+        assert_jacobian_routes_agree(&model, &theta, &x, seed);
     }
 }
 

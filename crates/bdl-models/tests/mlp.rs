@@ -8,7 +8,8 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use common::{
     architecture, assert_close, assert_dropout_is_seeded_and_backpropagated,
-    assert_jacobian_matches_central_differences, assert_per_example_products, randn, values,
+    assert_jacobian_matches_central_differences, assert_jacobian_routes_agree,
+    assert_per_example_products, randn, values,
 };
 use proptest::prelude::*;
 
@@ -46,6 +47,17 @@ proptest! {
         let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
         let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
         assert_jacobian_matches_central_differences(&model, &theta, &x, seed);
+    }
+
+    #[test]
+    fn jacobian_routes_agree(
+        (widths, activations) in architecture(), n in 1usize..5, seed in any::<u64>(), bias in any::<bool>(),
+    ) {
+        let seed = Seed(seed);
+        let model = mlp(widths.clone(), activations, bias);
+        let theta = model.init(seed, DType::F64, &Device::Cpu).unwrap();
+        let x = randn(seed.fork("x"), &[n, widths[0]], DType::F64);
+        assert_jacobian_routes_agree(&model, &theta, &x, seed);
     }
 }
 

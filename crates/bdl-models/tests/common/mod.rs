@@ -157,6 +157,45 @@ pub fn assert_jacobian_matches_central_differences(
     }
 }
 
+/// The two routes to Jacobian columns agree, and the weighted squared Jacobian is what it
+/// says. A whole layer in layout order goes through one batched product per layer, any other
+/// order through a gather per column: the full Jacobian against the one of every column in
+/// reverse order (same numbers summed in another order: 1e-12 of the entry scale). Then
+/// `weighted_jacobian_sq` against Σ_d w_d J_{nk,d}² from that Jacobian, for random positive
+/// w (1e-12 relative).
+pub fn assert_jacobian_routes_agree(model: &impl Model, theta: &Tensor, x: &Tensor, seed: Seed) {
+    let d = model.layout().len();
+    let (n, k) = (x.dims()[0], model.n_outputs());
+    let cache = model.forward_cached(theta, x).unwrap();
+    let all: Vec<usize> = (0..d).collect();
+    let reversed: Vec<usize> = (0..d).rev().collect();
+    let jac = values(&model.jacobian(theta, &cache, &all).unwrap());
+    let jac_rev = values(&model.jacobian(theta, &cache, &reversed).unwrap());
+    let scale = jac.iter().fold(1.0f64, |m, v| m.max(v.abs()));
+    for row in 0..n * k {
+        for c in 0..d {
+            let (a, b) = (jac[row * d + c], jac_rev[row * d + (d - 1 - c)]);
+            assert!((a - b).abs() <= 1e-12 * scale, "row {row}, column {c}: {a} vs {b}");
+        }
+    }
+    let w: Vec<f64> = {
+        let mut rng = seed.fork("w").rng();
+        (0..d).map(|_| rand::Rng::random_range(&mut rng, 0.5..1.5)).collect()
+    };
+    let w_t = Tensor::from_vec(w.clone(), d, &Device::Cpu).unwrap();
+    let got = model.weighted_jacobian_sq(theta, &cache, &w_t).unwrap();
+    assert_eq!(got.dims(), &[n, k]);
+    let got = values(&got);
+    for row in 0..n * k {
+        let expected: f64 = (0..d).map(|c| w[c] * jac[row * d + c].powi(2)).sum();
+        assert!(
+            (got[row] - expected).abs() <= 1e-12 * expected.abs().max(1e-300),
+            "row {row}: {} vs {expected}",
+            got[row]
+        );
+    }
+}
+
 /// Dropout through `forward_cached_with`: the same stream gives the same masks and another stream
 /// other masks, no stream means no dropout, and the backward pass through the masks equals
 /// autograd through the same masked forward (tolerance as in [`assert_per_example_products`]).

@@ -1,0 +1,1021 @@
+//! `shift-mnist`: the subnetwork paper's rotated-MNIST benchmark (Daxberger et al. 2021, §5.3)
+//! with every method of the workspace side by side, a blocked-Gibbs chain included (no published
+//! comparison has one).
+//!
+//! Protocol: LeNet-5 trained on MNIST, the last `validation_images` training images held out
+//! for the Laplace family's prior precision; evaluated on the test images rotated by 0°, 15°, …,
+//! 180° (bilinear, zero fill, before standardisation) and on the Fashion-MNIST test images as
+//! out-of-distribution inputs. Every image is standardised with the training images' global mean
+//! and standard deviation. Methods, each on LeNet-5 and over `seeds` seeds:
+//!
+//! - MAP (Adam, weight decay λ), and MC dropout (p = 0.1 on the dense hidden units, its own MAP);
+//! - the linearized Laplace family at the MAP with the probit link: diagonal, last layer (weights
+//!   and biases), subnetworks of `subnet_size` weights chosen by the Wasserstein rule with
+//!   diagonal-SWAG variances (the paper's choice for deep networks) and at random; the prior
+//!   precision of each chosen on the validation images by log-likelihood (the subnetworks' from
+//!   one eigendecomposition of their GGN);
+//! - VOGN, Vadam and IVON started at the MAP mean with σ ≈ 1/√N (initial precision N + λ; IVON
+//!   its own h₀ = 1), `vi_epochs` epochs;
+//! - SWAG from the MAP (low rank plus diagonal), and a deep ensemble of 5 independent MAPs;
+//! - blocked Gibbs on the MLP 784-10-10-10-10 of `gibbs-mnist` (LeNet-5 is not an MLP): that
+//!   experiment's main chain on MNIST, its Bayesian marginal over the draws of its prediction
+//!   window; one chain, so no band.
+//!
+//! Sampling-based predictives average 16 samples (the paper's setting); the chain averages every
+//! draw of its window. Metrics at every angle: test log-likelihood, error, ECE (15 bins), Brier;
+//! OOD AUROC of the predictive entropy (Fashion-MNIST against MNIST at 0°); reliability diagrams
+//! at 0° and 60°.
+
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use bdl_baselines::{EnsembleConfig, McDropout, SwagConfig, train_ensemble, train_swag};
+use bdl_data::mnist::{self, Collection, Part};
+use bdl_data::transforms::{self, Param, Transform};
+use bdl_data::{Dataset, Standardizer};
+use bdl_eval::metrics::{self, MeanSe, ReliabilityBin};
+use bdl_eval::plot::{Figure, PALETTE, Panel};
+use bdl_eval::table::Table;
+use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
+use bdl_laplace::selection::{self, Candidates};
+use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision};
+use bdl_likelihoods::Likelihood;
+use bdl_mcmc::Keep;
+use bdl_models::{Cnn, CnnSpec, Model as _, Network};
+use bdl_tensor::Seed;
+use bdl_variational::VariationalConfig;
+use candle_core::{DType, Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use crate::claim::{Claim, Verdict};
+use crate::concurrency::side_by_side;
+use crate::gibbs_mnist::main_chain;
+use crate::units::Units;
+use crate::{Context, Entry, Outcome, Profile};
+
+/// The experiment.
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "shift-mnist",
+    reproduces: "Daxberger et al. (2021) §5.3: rotated MNIST and Fashion-MNIST as OOD, every \
+     method side by side (subnetwork, diagonal and last-layer Laplace, VOGN, Vadam, IVON, SWAG, \
+     MC dropout, a deep ensemble, blocked Gibbs)",
+    run,
+    shards: true,
+};
+
+const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };
+/// Equal-width confidence bins of the ECE and the reliability diagrams (ALGORITHMS.md §D).
+const ECE_BINS: usize = 15;
+/// Rows per minibatch of the Laplace family's GGN.
+const GGN_BATCH: usize = 256;
+
+/// Every method of the benchmark, in table order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+enum Method {
+    Map,
+    McDropout,
+    DiagLaplace,
+    LastLayerLaplace,
+    SubnetWasserstein,
+    SubnetRandom,
+    Vogn,
+    Vadam,
+    Ivon,
+    Swag,
+    Ensemble,
+    Gibbs,
+}
+
+impl Method {
+    const ALL: [Method; 12] = [
+        Method::Map,
+        Method::McDropout,
+        Method::DiagLaplace,
+        Method::LastLayerLaplace,
+        Method::SubnetWasserstein,
+        Method::SubnetRandom,
+        Method::Vogn,
+        Method::Vadam,
+        Method::Ivon,
+        Method::Swag,
+        Method::Ensemble,
+        Method::Gibbs,
+    ];
+
+    /// The paper's baselines, which its claim compares the subnetwork against (VOGN aside).
+    const PAPER_BASELINES: [Method; 6] = [
+        Method::Map,
+        Method::McDropout,
+        Method::DiagLaplace,
+        Method::Swag,
+        Method::Ensemble,
+        Method::SubnetRandom,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Map => "MAP",
+            Self::McDropout => "MC dropout",
+            Self::DiagLaplace => "diagonal Laplace",
+            Self::LastLayerLaplace => "last-layer Laplace",
+            Self::SubnetWasserstein => "subnetwork Laplace (Wasserstein)",
+            Self::SubnetRandom => "subnetwork Laplace (random)",
+            Self::Vogn => "VOGN",
+            Self::Vadam => "Vadam",
+            Self::Ivon => "IVON",
+            Self::Swag => "SWAG",
+            Self::Ensemble => "deep ensemble",
+            Self::Gibbs => "blocked Gibbs",
+        }
+    }
+
+    fn model(self) -> &'static str {
+        match self {
+            Self::Gibbs => "MLP 784-10-10-10-10",
+            _ => "LeNet-5",
+        }
+    }
+
+    fn color(self) -> &'static str {
+        let i = Self::ALL.iter().position(|&m| m == self).expect("listed");
+        PALETTE[i]
+    }
+}
+
+/// The fits of one seed that share their expensive parts, one unit each: a unit's first
+/// method names it.
+const GROUPS: [&[Method]; 8] = [
+    &[Method::Map],
+    &[Method::DiagLaplace, Method::LastLayerLaplace],
+    // Both subnetworks are the size the SWAG variances choose from.
+    &[Method::Swag, Method::SubnetWasserstein, Method::SubnetRandom],
+    &[Method::McDropout],
+    &[Method::Vogn],
+    &[Method::Vadam],
+    &[Method::Ivon],
+    &[Method::Ensemble],
+];
+
+/// The settings of a profile.
+#[derive(Debug, Serialize)]
+struct Settings {
+    /// The first this many training images (all when `None`), the last `validation_images` of
+    /// them held out.
+    train_images: Option<usize>,
+    validation_images: usize,
+    /// The first this many test images of MNIST and of Fashion-MNIST (all when `None`).
+    test_images: Option<usize>,
+    angles: Vec<f64>,
+    reliability_at: Vec<f64>,
+    seeds: usize,
+    /// MAP training (also of MC dropout and of every ensemble member): Adam.
+    epochs: usize,
+    batch_size: usize,
+    learning_rate: f64,
+    /// λ of N(0, λ⁻¹ I), the weight decay of every MAP and the prior of the variational methods
+    /// and SWAG.
+    prior_precision: f64,
+    dropout: f64,
+    members: usize,
+    /// Weights of both subnetworks.
+    subnet_size: usize,
+    /// The Laplace family's candidate prior precisions.
+    lambdas: Vec<f64>,
+    swag_snapshots: usize,
+    swag_rank: usize,
+    swag_learning_rate: f64,
+    vi_epochs: usize,
+    vogn_learning_rate: f64,
+    vadam_learning_rate: f64,
+    ivon_learning_rate: f64,
+    /// Monte Carlo samples of a sampled predictive.
+    samples: usize,
+    ece_bins: usize,
+}
+
+impl Settings {
+    fn of(profile: Profile) -> Self {
+        let quick = Settings {
+            train_images: None,
+            validation_images: 200,
+            test_images: Some(500),
+            angles: (0..=12).map(|k| 15.0 * k as f64).collect(),
+            reliability_at: vec![0.0, 60.0],
+            seeds: 3,
+            epochs: 10,
+            batch_size: 128,
+            learning_rate: 1e-3,
+            prior_precision: 10.0,
+            dropout: 0.1,
+            members: 5,
+            subnet_size: 500,
+            lambdas: vec![0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0],
+            swag_snapshots: 10,
+            swag_rank: 10,
+            swag_learning_rate: 1e-2,
+            vi_epochs: 3,
+            vogn_learning_rate: 1e-3,
+            vadam_learning_rate: 1e-3,
+            ivon_learning_rate: 0.1,
+            samples: 16,
+            ece_bins: ECE_BINS,
+        };
+        match profile {
+            Profile::Smoke => Settings {
+                train_images: Some(300),
+                validation_images: 50,
+                test_images: Some(50),
+                lambdas: vec![1.0, 10.0, 100.0],
+                angles: vec![0.0, 60.0, 180.0],
+                seeds: 1,
+                epochs: 1,
+                members: 2,
+                subnet_size: 30,
+                swag_snapshots: 2,
+                swag_rank: 2,
+                vi_epochs: 1,
+                samples: 4,
+                ..quick
+            },
+            Profile::Quick => quick,
+            Profile::Paper => Settings {
+                validation_images: 2000,
+                test_images: None,
+                subnet_size: 2000,
+                vi_epochs: 5,
+                ..quick
+            },
+        }
+    }
+}
+
+/// A method's scores at one angle.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct AtAngle {
+    angle: f64,
+    log_lik: f64,
+    error: f64,
+    ece: f64,
+    brier: f64,
+}
+
+/// A reliability diagram at one angle.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Reliability {
+    angle: f64,
+    bins: Vec<ReliabilityBin>,
+}
+
+/// One fitted method on one seed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Row {
+    method: Method,
+    model: String,
+    /// `None` for the one Gibbs chain.
+    seed: Option<usize>,
+    /// The prior precision chosen on the validation images (the Laplace family).
+    lambda: Option<f64>,
+    scores: Vec<AtAngle>,
+    /// AUROC of the predictive entropy, Fashion-MNIST (positive) against MNIST at 0°.
+    ood_auroc: f64,
+    reliability: Vec<Reliability>,
+    /// Seconds to fit (the Gibbs chain: sampling what was missing; the Laplace family: from
+    /// the MAP), and to evaluate every predictive.
+    fit_s: f64,
+    eval_s: f64,
+}
+
+/// The raw images: training (fit and validation parts), test and OOD, before standardisation.
+struct Images {
+    fit: Dataset,
+    val: Dataset,
+    test: Dataset,
+    fashion: Dataset,
+}
+
+impl Images {
+    fn load(ctx: &Context, settings: &Settings) -> Result<Self> {
+        let first = |data: Dataset, n: Option<usize>| -> Result<Dataset> {
+            Ok(match n {
+                Some(n) if n < data.len() => data.select(&(0..n).collect::<Vec<_>>())?,
+                _ => data,
+            })
+        };
+        let load = |collection, part, n| -> Result<Dataset> {
+            let data = mnist::load(&ctx.data, collection, part)
+                .with_context(|| format!("{} {part:?}", collection.folder()))?;
+            first(data, n)
+        };
+        let train = load(Collection::Mnist, Part::Train, settings.train_images)?;
+        let n_fit = train
+            .len()
+            .checked_sub(settings.validation_images)
+            .filter(|&n| n > 0)
+            .with_context(|| {
+                format!(
+                    "{} training images cannot spare {} for validation",
+                    train.len(),
+                    settings.validation_images
+                )
+            })?;
+        Ok(Self {
+            fit: train.select(&(0..n_fit).collect::<Vec<_>>())?,
+            val: train.select(&(n_fit..train.len()).collect::<Vec<_>>())?,
+            test: load(Collection::Mnist, Part::Test, settings.test_images)?,
+            fashion: load(Collection::FashionMnist, Part::Test, settings.test_images)?,
+        })
+    }
+}
+
+/// What a method is evaluated on, standardised by one standardiser: the test images at every
+/// angle with their labels, and the OOD images.
+struct Inputs {
+    rotated: Vec<Tensor>,
+    labels: Tensor,
+    fashion: Tensor,
+}
+
+impl Inputs {
+    fn new(images: &Images, scale: &Standardizer, angles: &[f64]) -> Result<Self> {
+        let shape = images.test.image_shape().context("MNIST has an image shape")?;
+        let rotated = angles
+            .iter()
+            .map(|&a| {
+                let turn = Transform::Rotate {
+                    degrees: Param::Fixed(a),
+                };
+                let x = transforms::apply(images.test.x(), shape, &[turn], Seed(0))?;
+                Ok(scale.transform(&x)?)
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self {
+            rotated,
+            labels: images.test.y().clone(),
+            fashion: scale.transform(images.fashion.x())?,
+        })
+    }
+}
+
+/// The LeNet-5 side: standardised training parts and evaluation inputs.
+struct Lenet {
+    fit: Dataset,
+    val: Dataset,
+    inputs: Inputs,
+}
+
+/// Every seed's MAP, trained by the first unit that needs it and shared by the others.
+struct Maps(Vec<Mutex<Option<MapEstimate>>>);
+
+impl Maps {
+    fn new(seeds: usize) -> Self {
+        Self((0..seeds).map(|_| Mutex::new(None)).collect())
+    }
+
+    fn get(&self, seed: usize, train: impl FnOnce() -> Result<MapEstimate>) -> Result<MapEstimate> {
+        let mut slot = self.0[seed]
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
+        if slot.is_none() {
+            *slot = Some(train()?);
+        }
+        Ok(slot.clone().expect("just set"))
+    }
+}
+
+/// One unit of the run: a group of fits on one seed, or the Gibbs chain.
+#[derive(Clone, Copy, Debug)]
+enum Unit {
+    Gibbs,
+    Fits { seed: usize, group: usize },
+}
+
+impl Unit {
+    fn key(self) -> String {
+        match self {
+            Self::Gibbs => "gibbs".to_owned(),
+            Self::Fits { seed, group } => {
+                let first = serde_json::to_value(GROUPS[group][0]).expect("a name");
+                format!("seed-{seed}-{}", first.as_str().expect("a string"))
+            }
+        }
+    }
+}
+
+fn run(ctx: &Context) -> Result<Outcome> {
+    let settings = Settings::of(ctx.profile);
+    let images = Images::load(ctx, &settings)?;
+    let scale = Standardizer::fit_global(images.fit.x())?;
+    let lenet = Lenet {
+        fit: images.fit.with_x(scale.transform(images.fit.x())?)?,
+        val: images.val.with_x(scale.transform(images.val.x())?)?,
+        inputs: Inputs::new(&images, &scale, &settings.angles)?,
+    };
+    // The chain first: in a fresh quick run it samples the longest.
+    let all: Vec<Unit> = std::iter::once(Unit::Gibbs)
+        .chain((0..settings.seeds).flat_map(|seed| {
+            (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group })
+        }))
+        .collect();
+    let units = Units::new(ctx, &settings)?;
+    let total = all.len();
+    let mine: Vec<Unit> = all
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| units.mine(*i))
+        .map(|(_, u)| u)
+        .collect();
+    let maps = Maps::new(settings.seeds);
+    let bar = ctx.bar(mine.len() as u64, "fits");
+    let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
+        let rows = units.get_or_run(&unit.key(), || match unit {
+            Unit::Gibbs => gibbs(ctx, &images, &settings).map(|row| vec![row]),
+            Unit::Fits { seed, group } => {
+                fit_group(&lenet, &settings, &maps, seed, GROUPS[group])
+            }
+        })?;
+        bar.inc(1);
+        Ok(rows)
+    })?;
+    bar.finish_and_clear();
+    if let Some(shard) = units.shard_outcome(mine.iter().map(|u| u.key()).collect(), total) {
+        return Ok(shard);
+    }
+    let rows: Vec<Row> = per_unit.into_iter().flatten().collect();
+    Ok(Outcome::new(
+        "shift-mnist: rotated MNIST and Fashion-MNIST as OOD, every method side by side",
+        &settings,
+        &rows,
+    )?
+    .body(body(&rows, &settings, &lenet))
+    .claims(claims(&rows))
+    .figure("shift-mnist.svg", figure(&rows, &settings).to_svg())
+    .figure("reliability.svg", reliability_figure(&rows, &settings).to_svg()))
+}
+
+/// The blocked-Gibbs row: `gibbs-mnist`'s main chain on MNIST (sampled or completed if needed),
+/// evaluated on the same images standardised by the chain's own standardiser.
+fn gibbs(ctx: &Context, images: &Images, settings: &Settings) -> Result<Row> {
+    let start = Instant::now();
+    let main = main_chain(ctx, Collection::Mnist, None)?;
+    let fit_s = start.elapsed().as_secs_f64();
+    let window = main.chain.window(&Keep {
+        last: Some(main.window),
+        ..Keep::default()
+    })?;
+    let inputs = Inputs::new(images, &main.scale, &settings.angles)?;
+    score(Method::Gibbs, &window, None, None, fit_s, &inputs, settings)
+}
+
+/// The MAP configuration of every LeNet-5 fit with seed `seed`.
+fn map_config(settings: &Settings, seed: Seed) -> Result<bdl_inference::Valid<MapConfig>> {
+    Ok(MapConfig {
+        learning_rate: settings.learning_rate,
+        prior_precision: settings.prior_precision,
+        epochs: settings.epochs,
+        batch_size: settings.batch_size,
+        seed,
+        ..MapConfig::default()
+    }
+    .check()?)
+}
+
+/// LeNet-5 for ten classes with dropout probability `p` on the dense hidden units.
+fn lenet5(p: f64) -> Result<Network> {
+    Ok(Network::from(Cnn::new(CnnSpec::lenet5(10).with_dropout(p))?))
+}
+
+/// A MAP of LeNet-5 (dropout `p`) on the fit part, from the seeded initialisation.
+fn train_lenet(data: &Lenet, settings: &Settings, seed: Seed, p: f64) -> Result<MapEstimate> {
+    let net = lenet5(p)?;
+    let theta0 = net.init(seed.fork("init"), DType::F32, &Device::Cpu)?;
+    let config = map_config(settings, seed.fork("map"))?;
+    Ok(train_map(&net, &theta0, LIKELIHOOD, data.fit.x(), data.fit.y(), &config)?.estimate)
+}
+
+/// The rows of one group of fits on one seed.
+fn fit_group(
+    data: &Lenet,
+    settings: &Settings,
+    maps: &Maps,
+    seed: usize,
+    group: &[Method],
+) -> Result<Vec<Row>> {
+    let root = Seed(2021).fork("shift-mnist").index(seed as u64);
+    let map = || maps.get(seed, || train_lenet(data, settings, root, 0.0));
+    let (x, y) = (data.fit.x(), data.fit.y());
+    let n = data.fit.len() as f64;
+    let lambda = settings.prior_precision;
+    let scored = |method, post: &dyn Posterior, chosen: Option<f64>, fit_s: f64| {
+        score(method, post, Some(seed), chosen, fit_s, &data.inputs, settings)
+    };
+    let clock = Instant::now;
+    let mut rows = Vec::new();
+    match group[0] {
+        Method::Map => {
+            let start = clock();
+            let map = map()?;
+            rows.push(scored(Method::Map, &map, None, start.elapsed().as_secs_f64())?);
+        }
+        Method::DiagLaplace => {
+            let map = map()?;
+            let start = clock();
+            let (diag, chosen) = diagonal(&map, data, &settings.lambdas)?;
+            rows.push(scored(
+                Method::DiagLaplace,
+                &diag,
+                Some(chosen),
+                start.elapsed().as_secs_f64(),
+            )?);
+            let start = clock();
+            let last = selection::last_layer(map.network().layout(), Candidates::All);
+            let (post, chosen) = subnetwork(&map, data, last.indices, &settings.lambdas)?;
+            rows.push(scored(
+                Method::LastLayerLaplace,
+                &post,
+                Some(chosen),
+                start.elapsed().as_secs_f64(),
+            )?);
+        }
+        Method::Swag => {
+            let map = map()?;
+            let start = clock();
+            let config = SwagConfig {
+                learning_rate: settings.swag_learning_rate,
+                prior_precision: lambda,
+                batch_size: settings.batch_size,
+                snapshots: settings.swag_snapshots,
+                rank: settings.swag_rank,
+                seed: root.fork("swag"),
+                ..SwagConfig::default()
+            }
+            .check()?;
+            let swag = train_swag(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?.posterior;
+            let swag_s = start.elapsed().as_secs_f64();
+            rows.push(scored(Method::Swag, &swag, None, swag_s)?);
+            let layout = map.network().layout();
+            let s = settings.subnet_size;
+            let variances = swag.swag().variances();
+            let chosen = [
+                (
+                    Method::SubnetWasserstein,
+                    selection::largest(&variances, layout, Candidates::WeightsOnly, s, None)?,
+                ),
+                (
+                    Method::SubnetRandom,
+                    selection::random(layout, Candidates::WeightsOnly, s, root.fork("random"))?,
+                ),
+            ];
+            for (method, subset) in chosen {
+                let start = clock();
+                let (post, lambda) = subnetwork(&map, data, subset.indices, &settings.lambdas)?;
+                // The Wasserstein rule's time includes the SWAG run its variances come from.
+                let extra = if method == Method::SubnetWasserstein { swag_s } else { 0.0 };
+                rows.push(scored(
+                    method,
+                    &post,
+                    Some(lambda),
+                    start.elapsed().as_secs_f64() + extra,
+                )?);
+            }
+        }
+        Method::McDropout => {
+            let start = clock();
+            let map = train_lenet(data, settings, root.fork("dropout"), settings.dropout)?;
+            let post = McDropout::new(map);
+            rows.push(scored(Method::McDropout, &post, None, start.elapsed().as_secs_f64())?);
+        }
+        method @ (Method::Vogn | Method::Vadam | Method::Ivon) => {
+            let map = map()?;
+            let start = clock();
+            let rule = match method {
+                Method::Vogn => bdl_variational::Method::Vogn {
+                    learning_rate: settings.vogn_learning_rate,
+                    beta: 0.999,
+                },
+                Method::Vadam => bdl_variational::Method::vadam(settings.vadam_learning_rate),
+                _ => bdl_variational::Method::ivon(settings.ivon_learning_rate),
+            };
+            let config = VariationalConfig {
+                init_precision: Some(n + lambda),
+                seed: root.fork(method.name()),
+                ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
+            }
+            .check()?;
+            let post =
+                bdl_variational::fit(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?
+                    .posterior;
+            rows.push(scored(method, &post, None, start.elapsed().as_secs_f64())?);
+        }
+        Method::Ensemble => {
+            let start = clock();
+            let config = EnsembleConfig {
+                members: settings.members,
+                map: (*map_config(settings, root.fork("ensemble"))?).clone(),
+                parallel: false,
+            }
+            .check()?;
+            let post = train_ensemble(&lenet5(0.0)?, LIKELIHOOD, x, y, DType::F32, &config)?
+                .posterior;
+            rows.push(scored(Method::Ensemble, &post, None, start.elapsed().as_secs_f64())?);
+        }
+        other => unreachable!("{other:?} does not start a group"),
+    }
+    Ok(rows)
+}
+
+/// The diagonal Laplace at `map` with the λ of `lambdas` of highest validation log-likelihood
+/// (one GGN diagonal for all of them), and that λ.
+fn diagonal(map: &MapEstimate, data: &Lenet, lambdas: &[f64]) -> Result<(DiagLaplace, f64)> {
+    let h = bdl_laplace::ggn_diagonal(
+        map.network(),
+        map.theta(),
+        &map.likelihood(),
+        data.fit.x(),
+        GGN_BATCH,
+    )?;
+    let mut best: Option<(DiagLaplace, f64, f64)> = None;
+    for &lambda in lambdas {
+        let config = LaplaceConfig {
+            prior: PriorPrecision::Scalar(lambda),
+            ..LaplaceConfig::default()
+        }
+        .check()?;
+        let post = DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config)?;
+        let pred = post.predictive(data.val.x(), &PredictOptions::default())?;
+        let ll = metrics::mean_log_lik(&pred, data.val.y())?;
+        if best.as_ref().is_none_or(|b| ll > b.2) {
+            best = Some((post, lambda, ll));
+        }
+    }
+    let (post, lambda, _) = best.context("at least one candidate λ")?;
+    Ok((post, lambda))
+}
+
+/// The full-covariance Laplace over `subset` at `map` with the λ of `lambdas` of highest
+/// validation log-likelihood (every candidate from one eigendecomposition of the subset's GGN),
+/// and that λ.
+fn subnetwork(
+    map: &MapEstimate,
+    data: &Lenet,
+    subset: Vec<usize>,
+    lambdas: &[f64],
+) -> Result<(bdl_laplace::SubnetLaplace, f64)> {
+    let evidence = Evidence::new(map, data.fit.x(), data.fit.y(), subset, GGN_BATCH)?;
+    let val = evidence.validation(data.val.x(), data.val.y())?;
+    // σ is not a parameter of a categorical likelihood.
+    let candidates: Vec<(f64, f64)> = lambdas.iter().map(|&l| (l, 1.0)).collect();
+    let (lambda, _, _) = evidence.grid_search(&val, &candidates)?;
+    Ok((evidence.posterior(lambda, 1.0)?, lambda))
+}
+
+/// Evaluates one fitted posterior at every angle and on the OOD images.
+fn score(
+    method: Method,
+    post: &dyn Posterior,
+    seed: Option<usize>,
+    lambda: Option<f64>,
+    fit_s: f64,
+    inputs: &Inputs,
+    settings: &Settings,
+) -> Result<Row> {
+    let options = PredictOptions {
+        samples: settings.samples,
+        seed: Seed(7).index(seed.unwrap_or(0) as u64),
+        batch_size: 200,
+        ..PredictOptions::default()
+    };
+    let start = Instant::now();
+    let labels = &inputs.labels;
+    let (mut scores, mut reliability, mut inside) = (Vec::new(), Vec::new(), None);
+    for (&angle, x) in settings.angles.iter().zip(&inputs.rotated) {
+        let pred = post
+            .predictive(x, &options)
+            .with_context(|| format!("{} at {angle}°", method.name()))?;
+        scores.push(AtAngle {
+            angle,
+            log_lik: metrics::mean_log_lik(&pred, labels)?,
+            error: 1.0 - metrics::accuracy(&pred, labels)?,
+            ece: metrics::expected_calibration_error(&pred, labels, settings.ece_bins)?,
+            brier: metrics::brier(&pred, labels)?,
+        });
+        if settings.reliability_at.contains(&angle) {
+            reliability.push(Reliability {
+                angle,
+                bins: metrics::reliability(&pred, labels, settings.ece_bins)?,
+            });
+        }
+        if angle == 0.0 {
+            inside = Some(metrics::predictive_entropy(&pred)?);
+        }
+    }
+    let inside = inside.context("0° is one of the angles")?;
+    let outside = metrics::predictive_entropy(&post.predictive(&inputs.fashion, &options)?)?;
+    Ok(Row {
+        method,
+        model: method.model().to_owned(),
+        seed,
+        lambda,
+        scores,
+        ood_auroc: metrics::auroc(&inside, &outside)?,
+        reliability,
+        fit_s,
+        eval_s: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// The rows of `method`.
+fn of(rows: &[Row], method: Method) -> impl Iterator<Item = &Row> {
+    rows.iter().filter(move |r| r.method == method)
+}
+
+/// Mean ± standard error over seeds of `metric` at angle index `a` of `method`.
+fn at(rows: &[Row], method: Method, a: usize, metric: fn(&AtAngle) -> f64) -> MeanSe {
+    let values: Vec<f64> = of(rows, method).map(|r| metric(&r.scores[a])).collect();
+    MeanSe::of(&values)
+}
+
+/// One row's `metric` averaged over every angle.
+fn over_angles(row: &Row, metric: fn(&AtAngle) -> f64) -> f64 {
+    row.scores.iter().map(metric).sum::<f64>() / row.scores.len() as f64
+}
+
+/// Mean ± standard error over seeds of `metric` averaged over every angle.
+fn averaged(rows: &[Row], method: Method, metric: fn(&AtAngle) -> f64) -> MeanSe {
+    let values: Vec<f64> = of(rows, method).map(|r| over_angles(r, metric)).collect();
+    MeanSe::of(&values)
+}
+
+fn log_lik(s: &AtAngle) -> f64 {
+    s.log_lik
+}
+
+fn error(s: &AtAngle) -> f64 {
+    s.error
+}
+
+fn ece(s: &AtAngle) -> f64 {
+    s.ece
+}
+
+fn brier(s: &AtAngle) -> f64 {
+    s.brier
+}
+
+/// The methods present in the rows, in table order.
+fn present(rows: &[Row]) -> Vec<Method> {
+    Method::ALL
+        .into_iter()
+        .filter(|&m| rows.iter().any(|r| r.method == m))
+        .collect()
+}
+
+fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
+    let mean = |m: Method, f: fn(&Row) -> f64| -> MeanSe {
+        MeanSe::of(&of(rows, m).map(f).collect::<Vec<_>>())
+    };
+    let mut summary = Table::new([
+        "method",
+        "model",
+        "runs",
+        "test LL at 0°",
+        "test LL, mean over angles",
+        "error at 0°",
+        "error, mean over angles",
+        "ECE, mean",
+        "Brier, mean",
+        "OOD AUROC (Fashion-MNIST)",
+        "λ chosen",
+        "fit (s)",
+        "evaluate (s)",
+    ]);
+    for m in present(rows) {
+        let lambdas: Vec<String> = of(rows, m)
+            .filter_map(|r| r.lambda.map(|l| format!("{l}")))
+            .collect();
+        summary.row([
+            m.name().to_owned(),
+            m.model().to_owned(),
+            of(rows, m).count().to_string(),
+            format!("{:.3}", at(rows, m, 0, log_lik)),
+            format!("{:.3}", averaged(rows, m, log_lik)),
+            format!("{:.3}", at(rows, m, 0, error)),
+            format!("{:.3}", averaged(rows, m, error)),
+            format!("{:.3}", averaged(rows, m, ece)),
+            format!("{:.3}", averaged(rows, m, brier)),
+            format!("{:.3}", mean(m, |r| r.ood_auroc)),
+            if lambdas.is_empty() { "–".into() } else { lambdas.join(", ") },
+            format!("{:.1}", mean(m, |r| r.fit_s).mean),
+            format!("{:.1}", mean(m, |r| r.eval_s).mean),
+        ]);
+    }
+    let mut by_angle = Table::new(
+        std::iter::once("method".to_owned())
+            .chain(settings.angles.iter().map(|a| format!("{a}°"))),
+    );
+    for m in present(rows) {
+        by_angle.row(
+            std::iter::once(m.name().to_owned()).chain(
+                (0..settings.angles.len()).map(|a| format!("{:.3}", at(rows, m, a, log_lik).mean)),
+            ),
+        );
+    }
+    format!(
+        "{} training images ({} more held out for the Laplace family's λ), {} test images at \
+         each of {} angles, {} Fashion-MNIST test images as OOD inputs; {} seeds (mean ± \
+         standard error; the Gibbs chain is one). LeNet-5: Adam {} epochs, batch {}, λ = {}; \
+         subnetworks of {} weights; VOGN, Vadam and IVON {} epochs from the MAP; SWAG {} \
+         snapshots of rank {}; an ensemble of {}; {} samples per sampled predictive. Blocked \
+         Gibbs: `gibbs-mnist`'s main MNIST chain.\n\n{}\n\
+         ## Test log-likelihood against the rotation angle (mean over seeds)\n\n{}",
+        data.fit.len(),
+        data.val.len(),
+        data.inputs.labels.dims()[0],
+        settings.angles.len(),
+        data.inputs.fashion.dims()[0],
+        settings.seeds,
+        settings.epochs,
+        settings.batch_size,
+        settings.prior_precision,
+        settings.subnet_size,
+        settings.vi_epochs,
+        settings.swag_snapshots,
+        settings.swag_rank,
+        settings.members,
+        settings.samples,
+        summary.to_markdown(),
+        by_angle.to_markdown(),
+    )
+}
+
+/// The paper's two claims, on the test log-likelihood averaged over every angle (fixed before
+/// any run): (1) the Wasserstein subnetwork's mean is above each of the paper's baselines
+/// except VOGN (MAP, MC dropout, diagonal Laplace, SWAG, the deep ensemble, the random
+/// subnetwork); (2) the random subnetwork is clearly worse: the mean over seeds of the paired
+/// difference (Wasserstein − random) exceeds twice its standard error (with one seed, only
+/// that it is positive).
+fn claims(rows: &[Row]) -> Vec<Claim> {
+    let ll = |m| averaged(rows, m, log_lik).mean;
+    let subnet = ll(Method::SubnetWasserstein);
+    let beaten: Vec<String> = Method::PAPER_BASELINES
+        .iter()
+        .map(|&m| format!("{} {:.3}", m.name(), ll(m)))
+        .collect();
+    let all_below = Method::PAPER_BASELINES.iter().all(|&m| subnet > ll(m));
+    let pairs: Vec<f64> = of(rows, Method::SubnetWasserstein)
+        .filter_map(|w| {
+            of(rows, Method::SubnetRandom)
+                .find(|r| r.seed == w.seed)
+                .map(|r| over_angles(w, log_lik) - over_angles(r, log_lik))
+        })
+        .collect();
+    let diff = MeanSe::of(&pairs);
+    let clearly = diff.mean > 0.0 && (pairs.len() < 2 || diff.mean > 2.0 * diff.se);
+    vec![
+        Claim::new(
+            "subnetwork Laplace has a higher log-likelihood than every baseline except VOGN",
+            format!(
+                "test LL averaged over angles: subnetwork {subnet:.3}; {}; (VOGN {:.3})",
+                beaten.join(", "),
+                ll(Method::Vogn)
+            ),
+            Verdict::new(
+                all_below,
+                "the Wasserstein subnetwork's mean over seeds above each of the six",
+            ),
+        ),
+        Claim::new(
+            "the random subnetwork is clearly worse",
+            format!(
+                "Wasserstein − random, test LL averaged over angles: {:.3} ± {:.3} ({} seeds)",
+                diff.mean,
+                diff.se,
+                pairs.len()
+            ),
+            Verdict::new(
+                clearly,
+                "mean paired difference > 0 and > 2 standard errors (> 0 alone with one seed)",
+            ),
+        ),
+    ]
+}
+
+/// Test log-likelihood, error, ECE and Brier against the angle, a line per method with a band
+/// of ± one standard error over seeds.
+fn figure(rows: &[Row], settings: &Settings) -> Figure {
+    let panels: [(&str, fn(&AtAngle) -> f64); 4] = [
+        ("test log-likelihood", log_lik),
+        ("test error", error),
+        ("ECE", ece),
+        ("Brier score", brier),
+    ];
+    let xs = &settings.angles;
+    let mut figure = Figure::new(2);
+    for (title, metric) in panels {
+        let mut panel = Panel::new(title);
+        panel.labels("rotation (degrees)", title);
+        for m in present(rows) {
+            let stats: Vec<MeanSe> = (0..xs.len()).map(|a| at(rows, m, a, metric)).collect();
+            let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
+            if stats.iter().all(|s| s.se.is_finite()) {
+                let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
+                let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
+                panel.band(xs, &lo, &hi, m.color());
+            }
+            panel.line(xs, &mean, m.color()).legend(m.name(), m.color());
+        }
+        figure = figure.panel(panel);
+    }
+    figure
+}
+
+/// Reliability diagrams of every method's first run at each angle of `reliability_at`.
+fn reliability_figure(rows: &[Row], settings: &Settings) -> Figure {
+    let mut figure = Figure::new(4);
+    for &angle in &settings.reliability_at {
+        for m in present(rows) {
+            let first = of(rows, m).next().expect("present");
+            if let Some(r) = first.reliability.iter().find(|r| r.angle == angle) {
+                figure = figure.panel(Panel::reliability(format!("{}, {angle}°", m.name()), &r.bins));
+            }
+        }
+    }
+    figure
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(method: Method, seed: usize, ll: &[f64]) -> Row {
+        Row {
+            method,
+            model: method.model().into(),
+            seed: Some(seed),
+            lambda: None,
+            scores: ll
+                .iter()
+                .enumerate()
+                .map(|(i, &l)| AtAngle {
+                    angle: 15.0 * i as f64,
+                    log_lik: l,
+                    error: 0.0,
+                    ece: 0.0,
+                    brier: 0.0,
+                })
+                .collect(),
+            ood_auroc: 0.5,
+            reliability: vec![],
+            fit_s: 0.0,
+            eval_s: 0.0,
+        }
+    }
+
+    /// Every baseline at `base`, the Wasserstein subnetwork at `subnet`, the random one at
+    /// `random`, over three seeds with a small spread.
+    fn rows(subnet: f64, random: f64, base: f64) -> Vec<Row> {
+        let mut rows = Vec::new();
+        for seed in 0..3 {
+            let jitter = 0.01 * seed as f64;
+            rows.push(row(Method::SubnetWasserstein, seed, &[subnet + jitter, subnet - jitter]));
+            rows.push(row(Method::SubnetRandom, seed, &[random, random]));
+            for m in Method::PAPER_BASELINES.iter().filter(|&&m| m != Method::SubnetRandom) {
+                rows.push(row(*m, seed, &[base, base]));
+            }
+            rows.push(row(Method::Vogn, seed, &[0.0, 0.0])); // VOGN above all: not compared
+        }
+        rows
+    }
+
+    #[test]
+    fn claims_follow_the_log_likelihoods() {
+        let holds = |rows: &[Row]| -> Vec<bool> { claims(rows).iter().map(|c| c.verdict.holds).collect() };
+        assert_eq!(holds(&rows(-0.5, -0.9, -0.7)), [true, true]);
+        // One baseline above the subnetwork breaks the first claim only.
+        let mut r = rows(-0.5, -0.9, -0.7);
+        r.iter_mut()
+            .filter(|r| r.method == Method::Ensemble)
+            .for_each(|r| r.scores.iter_mut().for_each(|s| s.log_lik = -0.4));
+        assert_eq!(holds(&r), [false, true]);
+        // A random subnetwork as good as the Wasserstein one breaks the second.
+        assert_eq!(holds(&rows(-0.5, -0.5, -0.7)), [true, false]);
+    }
+
+    #[test]
+    fn unit_keys_are_distinct_file_names() {
+        let mut keys: Vec<String> = std::iter::once(Unit::Gibbs.key())
+            .chain((0..3).flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key())))
+            .collect();
+        assert_eq!(keys[1], "seed-0-map");
+        let n = keys.len();
+        keys.sort();
+        keys.dedup();
+        assert_eq!(keys.len(), n);
+        // Every method is in exactly one group, or is the chain.
+        for m in Method::ALL {
+            let groups = GROUPS.iter().filter(|g| g.contains(&m)).count();
+            assert_eq!(groups, usize::from(m != Method::Gibbs), "{m:?}");
+        }
+    }
+}
