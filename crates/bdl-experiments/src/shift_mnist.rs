@@ -200,10 +200,10 @@ impl Settings {
         let quick = Settings {
             train_images: None,
             validation_images: 200,
-            test_images: Some(500),
+            test_images: Some(300),
             angles: (0..=12).map(|k| 15.0 * k as f64).collect(),
             reliability_at: vec![0.0, 60.0],
-            seeds: 3,
+            seeds: 2,
             epochs: 10,
             batch_size: 128,
             learning_rate: 1e-3,
@@ -211,7 +211,8 @@ impl Settings {
             dropout: 0.1,
             members: 5,
             subnet_size: 500,
-            lambdas: vec![0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0, 300.0, 1000.0, 3000.0],
+            // Half decades from 0.1 to 10⁷: wide enough that validation picks inside it.
+            lambdas: (-2..=14).map(|e| 10f64.powf(e as f64 / 2.0)).collect(),
             swag_snapshots: 10,
             swag_rank: 10,
             swag_learning_rate: 1e-2,
@@ -243,6 +244,7 @@ impl Settings {
             Profile::Paper => Settings {
                 validation_images: 2000,
                 test_images: None,
+                seeds: 3,
                 subnet_size: 2000,
                 vi_epochs: 5,
                 ..quick
@@ -592,7 +594,8 @@ fn fit_group(
             let rule = match method {
                 Method::Vogn => bdl_variational::Method::Vogn {
                     learning_rate: settings.vogn_learning_rate,
-                    beta: 0.999,
+                    // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
+                    beta: 0.001,
                 },
                 Method::Vadam => bdl_variational::Method::vadam(settings.vadam_learning_rate),
                 _ => bdl_variational::Method::ivon(settings.ivon_learning_rate),

@@ -118,6 +118,26 @@ impl LayerFactors {
             return Ok(whole);
         }
         let device = self.delta.device();
+        if self.positions > 1 {
+            // A convolution: its few weights' per-row gradients by one batched product, then
+            // the requested columns (a gather over every position would cost P times more).
+            let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+            let all = Tensor::cat(
+                &[
+                    self.per_row_weight_grads()?,
+                    self.sum_positions(self.delta.clone())?,
+                ],
+                1,
+            )?;
+            let idx = index_tensor(
+                columns.iter().map(|c| match *c {
+                    Column::Weight { o: row, j: col } => row * j + col,
+                    Column::Bias { o: row } => o * j + row,
+                }),
+                device,
+            )?;
+            return Ok(all.index_select(&idx, 1)?);
+        }
         let o_idx = index_tensor(
             columns.iter().map(|c| match *c {
                 Column::Weight { o, .. } | Column::Bias { o } => o,
