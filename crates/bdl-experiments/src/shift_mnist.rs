@@ -150,7 +150,11 @@ const GROUPS: [&[Method]; 8] = [
     &[Method::Map],
     &[Method::DiagLaplace, Method::LastLayerLaplace],
     // Both subnetworks are the size the SWAG variances choose from.
-    &[Method::Swag, Method::SubnetWasserstein, Method::SubnetRandom],
+    &[
+        Method::Swag,
+        Method::SubnetWasserstein,
+        Method::SubnetRandom,
+    ],
     &[Method::McDropout],
     &[Method::Vogn],
     &[Method::Vadam],
@@ -287,6 +291,15 @@ struct Row {
     /// the MAP), and to evaluate every predictive.
     fit_s: f64,
     eval_s: f64,
+    /// The Laplace family: the same posterior with λ by the marginal likelihood instead.
+    evidence: Option<Alternative>,
+}
+
+/// A Laplace posterior with its λ chosen by the Laplace marginal likelihood: λ and its scores.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+struct Alternative {
+    lambda: f64,
+    scores: Vec<AtAngle>,
 }
 
 /// The raw images: training (fit and validation parts), test and OOD, before standardisation.
@@ -341,7 +354,10 @@ struct Inputs {
 
 impl Inputs {
     fn new(images: &Images, scale: &Standardizer, angles: &[f64]) -> Result<Self> {
-        let shape = images.test.image_shape().context("MNIST has an image shape")?;
+        let shape = images
+            .test
+            .image_shape()
+            .context("MNIST has an image shape")?;
         let rotated = angles
             .iter()
             .map(|&a| {
@@ -416,9 +432,10 @@ fn run(ctx: &Context) -> Result<Outcome> {
     };
     // The chain first: in a fresh quick run it samples the longest.
     let all: Vec<Unit> = std::iter::once(Unit::Gibbs)
-        .chain((0..settings.seeds).flat_map(|seed| {
-            (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group })
-        }))
+        .chain(
+            (0..settings.seeds)
+                .flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group })),
+        )
         .collect();
     let units = Units::new(ctx, &settings)?;
     let total = all.len();
@@ -433,9 +450,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let rows = units.get_or_run(&unit.key(), || match unit {
             Unit::Gibbs => gibbs(ctx, &images, &settings).map(|row| vec![row]),
-            Unit::Fits { seed, group } => {
-                fit_group(&lenet, &settings, &maps, seed, GROUPS[group])
-            }
+            Unit::Fits { seed, group } => fit_group(&lenet, &settings, &maps, seed, GROUPS[group]),
         })?;
         bar.inc(1);
         Ok(rows)
@@ -453,7 +468,10 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body(&rows, &settings, &lenet))
     .claims(claims(&rows))
     .figure("shift-mnist.svg", figure(&rows, &settings).to_svg())
-    .figure("reliability.svg", reliability_figure(&rows, &settings).to_svg()))
+    .figure(
+        "reliability.svg",
+        reliability_figure(&rows, &settings).to_svg(),
+    ))
 }
 
 /// The blocked-Gibbs row: `gibbs-mnist`'s main chain on MNIST (sampled or completed if needed),
@@ -485,7 +503,9 @@ fn map_config(settings: &Settings, seed: Seed) -> Result<bdl_inference::Valid<Ma
 
 /// LeNet-5 for ten classes with dropout probability `p` on the dense hidden units.
 fn lenet5(p: f64) -> Result<Network> {
-    Ok(Network::from(Cnn::new(CnnSpec::lenet5(10).with_dropout(p))?))
+    Ok(Network::from(Cnn::new(
+        CnnSpec::lenet5(10).with_dropout(p),
+    )?))
 }
 
 /// A MAP of LeNet-5 (dropout `p`) on the fit part, from the seeded initialisation.
@@ -493,7 +513,15 @@ fn train_lenet(data: &Lenet, settings: &Settings, seed: Seed, p: f64) -> Result<
     let net = lenet5(p)?;
     let theta0 = net.init(seed.fork("init"), DType::F32, &Device::Cpu)?;
     let config = map_config(settings, seed.fork("map"))?;
-    Ok(train_map(&net, &theta0, LIKELIHOOD, data.fit.x(), data.fit.y(), &config)?.estimate)
+    Ok(train_map(
+        &net,
+        &theta0,
+        LIKELIHOOD,
+        data.fit.x(),
+        data.fit.y(),
+        &config,
+    )?
+    .estimate)
 }
 
 /// The rows of one group of fits on one seed.
@@ -510,7 +538,15 @@ fn fit_group(
     let n = data.fit.len() as f64;
     let lambda = settings.prior_precision;
     let scored = |method, post: &dyn Posterior, chosen: Option<f64>, fit_s: f64| {
-        score(method, post, Some(seed), chosen, fit_s, &data.inputs, settings)
+        score(
+            method,
+            post,
+            Some(seed),
+            chosen,
+            fit_s,
+            &data.inputs,
+            settings,
+        )
     };
     let clock = Instant::now;
     let mut rows = Vec::new();
@@ -518,26 +554,37 @@ fn fit_group(
         Method::Map => {
             let start = clock();
             let map = map()?;
-            rows.push(scored(Method::Map, &map, None, start.elapsed().as_secs_f64())?);
+            rows.push(scored(
+                Method::Map,
+                &map,
+                None,
+                start.elapsed().as_secs_f64(),
+            )?);
         }
         Method::DiagLaplace => {
             let map = map()?;
             let start = clock();
-            let (diag, chosen) = diagonal(&map, data, &settings.lambdas)?;
-            rows.push(scored(
+            let diag = diagonal(&map, data, &settings.lambdas)?;
+            let fit_s = start.elapsed().as_secs_f64();
+            rows.push(laplace_row(
                 Method::DiagLaplace,
                 &diag,
-                Some(chosen),
-                start.elapsed().as_secs_f64(),
+                seed,
+                fit_s,
+                &data.inputs,
+                settings,
             )?);
             let start = clock();
             let last = selection::last_layer(map.network().layout(), Candidates::All);
-            let (post, chosen) = subnetwork(&map, data, last.indices, &settings.lambdas)?;
-            rows.push(scored(
+            let post = subnetwork(&map, data, last.indices, &settings.lambdas)?;
+            let fit_s = start.elapsed().as_secs_f64();
+            rows.push(laplace_row(
                 Method::LastLayerLaplace,
                 &post,
-                Some(chosen),
-                start.elapsed().as_secs_f64(),
+                seed,
+                fit_s,
+                &data.inputs,
+                settings,
             )?);
         }
         Method::Swag => {
@@ -571,14 +618,21 @@ fn fit_group(
             ];
             for (method, subset) in chosen {
                 let start = clock();
-                let (post, lambda) = subnetwork(&map, data, subset.indices, &settings.lambdas)?;
+                let post = subnetwork(&map, data, subset.indices, &settings.lambdas)?;
                 // The Wasserstein rule's time includes the SWAG run its variances come from.
-                let extra = if method == Method::SubnetWasserstein { swag_s } else { 0.0 };
-                rows.push(scored(
+                let extra = if method == Method::SubnetWasserstein {
+                    swag_s
+                } else {
+                    0.0
+                };
+                let fit_s = start.elapsed().as_secs_f64() + extra;
+                rows.push(laplace_row(
                     method,
                     &post,
-                    Some(lambda),
-                    start.elapsed().as_secs_f64() + extra,
+                    seed,
+                    fit_s,
+                    &data.inputs,
+                    settings,
                 )?);
             }
         }
@@ -586,7 +640,12 @@ fn fit_group(
             let start = clock();
             let map = train_lenet(data, settings, root.fork("dropout"), settings.dropout)?;
             let post = McDropout::new(map);
-            rows.push(scored(Method::McDropout, &post, None, start.elapsed().as_secs_f64())?);
+            rows.push(scored(
+                Method::McDropout,
+                &post,
+                None,
+                start.elapsed().as_secs_f64(),
+            )?);
         }
         method @ (Method::Vogn | Method::Vadam | Method::Ivon) => {
             let map = map()?;
@@ -606,9 +665,8 @@ fn fit_group(
                 ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
             }
             .check()?;
-            let post =
-                bdl_variational::fit(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?
-                    .posterior;
+            let post = bdl_variational::fit(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?
+                .posterior;
             rows.push(scored(method, &post, None, start.elapsed().as_secs_f64())?);
         }
         Method::Ensemble => {
@@ -619,18 +677,43 @@ fn fit_group(
                 parallel: false,
             }
             .check()?;
-            let post = train_ensemble(&lenet5(0.0)?, LIKELIHOOD, x, y, DType::F32, &config)?
-                .posterior;
-            rows.push(scored(Method::Ensemble, &post, None, start.elapsed().as_secs_f64())?);
+            let post =
+                train_ensemble(&lenet5(0.0)?, LIKELIHOOD, x, y, DType::F32, &config)?.posterior;
+            rows.push(scored(
+                Method::Ensemble,
+                &post,
+                None,
+                start.elapsed().as_secs_f64(),
+            )?);
         }
         other => unreachable!("{other:?} does not start a group"),
     }
     Ok(rows)
 }
 
-/// The diagonal Laplace at `map` with the λ of `lambdas` of highest validation log-likelihood
-/// (one GGN diagonal for all of them), and that λ.
-fn diagonal(map: &MapEstimate, data: &Lenet, lambdas: &[f64]) -> Result<(DiagLaplace, f64)> {
+/// A Laplace posterior with λ chosen two ways from one grid: by the validation log-likelihood
+/// (the protocol) and by the Laplace marginal likelihood of the training data (an
+/// investigation of the paper's claim, reported beside it).
+struct Tuned<P> {
+    by_validation: (P, f64),
+    by_evidence: (P, f64),
+}
+
+/// The first (value, λ) of `candidates` with the largest value.
+fn best<P>(candidates: impl Iterator<Item = Result<(P, f64, f64)>>) -> Result<(P, f64)> {
+    let mut best: Option<(P, f64, f64)> = None;
+    for candidate in candidates {
+        let candidate = candidate?;
+        if best.as_ref().is_none_or(|b| candidate.2 > b.2) {
+            best = Some(candidate);
+        }
+    }
+    let (post, lambda, _) = best.context("at least one candidate λ")?;
+    Ok((post, lambda))
+}
+
+/// The diagonal Laplace at `map` over the candidate λ (one GGN diagonal for all of them).
+fn diagonal(map: &MapEstimate, data: &Lenet, lambdas: &[f64]) -> Result<Tuned<DiagLaplace>> {
     let h = bdl_laplace::ggn_diagonal(
         map.network(),
         map.theta(),
@@ -638,64 +721,121 @@ fn diagonal(map: &MapEstimate, data: &Lenet, lambdas: &[f64]) -> Result<(DiagLap
         data.fit.x(),
         GGN_BATCH,
     )?;
-    let mut best: Option<(DiagLaplace, f64, f64)> = None;
-    for &lambda in lambdas {
-        let config = LaplaceConfig {
-            prior: PriorPrecision::Scalar(lambda),
-            ..LaplaceConfig::default()
-        }
-        .check()?;
-        let post = DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config)?;
+    let posteriors: Vec<(DiagLaplace, f64)> = lambdas
+        .iter()
+        .map(|&lambda| {
+            let config = LaplaceConfig {
+                prior: PriorPrecision::Scalar(lambda),
+                ..LaplaceConfig::default()
+            }
+            .check()?;
+            Ok((
+                DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config)?,
+                lambda,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let by_validation = best(posteriors.iter().map(|(post, lambda)| {
         let pred = post.predictive(data.val.x(), &PredictOptions::default())?;
-        let ll = metrics::mean_log_lik(&pred, data.val.y())?;
-        if best.as_ref().is_none_or(|b| ll > b.2) {
-            best = Some((post, lambda, ll));
-        }
-    }
-    let (post, lambda, _) = best.context("at least one candidate λ")?;
-    Ok((post, lambda))
+        Ok((
+            post.clone(),
+            *lambda,
+            metrics::mean_log_lik(&pred, data.val.y())?,
+        ))
+    }))?;
+    // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
+    let by_evidence =
+        best(posteriors.iter().map(|(post, lambda)| {
+            Ok((post.clone(), *lambda, post.log_marginal_likelihood(0.0)?))
+        }))?;
+    Ok(Tuned {
+        by_validation,
+        by_evidence,
+    })
 }
 
-/// The full-covariance Laplace over `subset` at `map` with the λ of `lambdas` of highest
-/// validation log-likelihood (every candidate from one eigendecomposition of the subset's GGN),
-/// and that λ.
+/// The full-covariance Laplace over `subset` at `map` over the candidate λ (every candidate's
+/// validation log-likelihood and evidence from one eigendecomposition of the subset's GGN).
 fn subnetwork(
     map: &MapEstimate,
     data: &Lenet,
     subset: Vec<usize>,
     lambdas: &[f64],
-) -> Result<(bdl_laplace::SubnetLaplace, f64)> {
+) -> Result<Tuned<bdl_laplace::SubnetLaplace>> {
     let evidence = Evidence::new(map, data.fit.x(), data.fit.y(), subset, GGN_BATCH)?;
     let val = evidence.validation(data.val.x(), data.val.y())?;
     // σ is not a parameter of a categorical likelihood.
-    let candidates: Vec<(f64, f64)> = lambdas.iter().map(|&l| (l, 1.0)).collect();
-    let (lambda, _, _) = evidence.grid_search(&val, &candidates)?;
-    Ok((evidence.posterior(lambda, 1.0)?, lambda))
+    let choose = |score: &dyn Fn(f64) -> Result<f64>| -> Result<(bdl_laplace::SubnetLaplace, f64)> {
+        best(lambdas.iter().map(|&l| Ok(((), l, score(l)?))))
+            .and_then(|((), l)| Ok((evidence.posterior(l, 1.0)?, l)))
+    };
+    Ok(Tuned {
+        by_validation: choose(&|l| Ok(evidence.validation_log_lik(&val, l, 1.0)?))?,
+        by_evidence: choose(&|l| Ok(evidence.log_evidence(l, 1.0)))?,
+    })
 }
 
-/// Evaluates one fitted posterior at every angle and on the OOD images.
-fn score(
+/// A Laplace row: the validation-tuned posterior scored in full, the evidence-tuned one's
+/// scores at every angle beside it.
+fn laplace_row<P: Posterior>(
     method: Method,
-    post: &dyn Posterior,
-    seed: Option<usize>,
-    lambda: Option<f64>,
+    tuned: &Tuned<P>,
+    seed: usize,
     fit_s: f64,
     inputs: &Inputs,
     settings: &Settings,
 ) -> Result<Row> {
-    let options = PredictOptions {
+    let (post, lambda) = &tuned.by_validation;
+    let mut row = score(
+        method,
+        post,
+        Some(seed),
+        Some(*lambda),
+        fit_s,
+        inputs,
+        settings,
+    )?;
+    let (post, lambda) = &tuned.by_evidence;
+    row.evidence = Some(Alternative {
+        lambda: *lambda,
+        scores: evaluate(post, Some(seed), inputs, settings)?.scores,
+    });
+    Ok(row)
+}
+
+/// What a posterior's predictives give at every angle.
+struct Evaluated {
+    scores: Vec<AtAngle>,
+    reliability: Vec<Reliability>,
+    /// The predictive entropy of every test image at 0°.
+    entropy_at_0: Vec<f64>,
+}
+
+/// The predictive options of every evaluation: 16 samples (the paper's), from a stream of
+/// the seed.
+fn options(seed: Option<usize>, settings: &Settings) -> PredictOptions {
+    PredictOptions {
         samples: settings.samples,
         seed: Seed(7).index(seed.unwrap_or(0) as u64),
         batch_size: 200,
         ..PredictOptions::default()
-    };
-    let start = Instant::now();
+    }
+}
+
+/// The scores of `post` at every angle, its reliability diagrams and its entropies at 0°.
+fn evaluate(
+    post: &dyn Posterior,
+    seed: Option<usize>,
+    inputs: &Inputs,
+    settings: &Settings,
+) -> Result<Evaluated> {
+    let options = options(seed, settings);
     let labels = &inputs.labels;
     let (mut scores, mut reliability, mut inside) = (Vec::new(), Vec::new(), None);
     for (&angle, x) in settings.angles.iter().zip(&inputs.rotated) {
         let pred = post
             .predictive(x, &options)
-            .with_context(|| format!("{} at {angle}°", method.name()))?;
+            .with_context(|| format!("{} at {angle}°", post.method()))?;
         scores.push(AtAngle {
             angle,
             log_lik: metrics::mean_log_lik(&pred, labels)?,
@@ -713,20 +853,43 @@ fn score(
             inside = Some(metrics::predictive_entropy(&pred)?);
         }
     }
-    let inside = inside.context("0° is one of the angles")?;
-    let outside = metrics::predictive_entropy(&post.predictive(&inputs.fashion, &options)?)?;
+    Ok(Evaluated {
+        scores,
+        reliability,
+        entropy_at_0: inside.context("0° is one of the angles")?,
+    })
+}
+
+/// Evaluates one fitted posterior at every angle and on the OOD images.
+fn score(
+    method: Method,
+    post: &dyn Posterior,
+    seed: Option<usize>,
+    lambda: Option<f64>,
+    fit_s: f64,
+    inputs: &Inputs,
+    settings: &Settings,
+) -> Result<Row> {
+    let start = Instant::now();
+    let evaluated = evaluate(post, seed, inputs, settings)?;
+    let outside = post.predictive(&inputs.fashion, &options(seed, settings))?;
+    let outside = metrics::predictive_entropy(&outside)?;
     Ok(Row {
         method,
         model: method.model().to_owned(),
         seed,
         lambda,
-        scores,
-        ood_auroc: metrics::auroc(&inside, &outside)?,
-        reliability,
+        scores: evaluated.scores,
+        ood_auroc: metrics::auroc(&evaluated.entropy_at_0, &outside)?,
+        reliability: evaluated.reliability,
         fit_s,
         eval_s: start.elapsed().as_secs_f64(),
+        evidence: None,
     })
 }
+
+/// One score of a method at one angle.
+type Metric = fn(&AtAngle) -> f64;
 
 /// The rows of `method`.
 fn of(rows: &[Row], method: Method) -> impl Iterator<Item = &Row> {
@@ -734,18 +897,18 @@ fn of(rows: &[Row], method: Method) -> impl Iterator<Item = &Row> {
 }
 
 /// Mean ± standard error over seeds of `metric` at angle index `a` of `method`.
-fn at(rows: &[Row], method: Method, a: usize, metric: fn(&AtAngle) -> f64) -> MeanSe {
+fn at(rows: &[Row], method: Method, a: usize, metric: Metric) -> MeanSe {
     let values: Vec<f64> = of(rows, method).map(|r| metric(&r.scores[a])).collect();
     MeanSe::of(&values)
 }
 
 /// One row's `metric` averaged over every angle.
-fn over_angles(row: &Row, metric: fn(&AtAngle) -> f64) -> f64 {
+fn over_angles(row: &Row, metric: Metric) -> f64 {
     row.scores.iter().map(metric).sum::<f64>() / row.scores.len() as f64
 }
 
 /// Mean ± standard error over seeds of `metric` averaged over every angle.
-fn averaged(rows: &[Row], method: Method, metric: fn(&AtAngle) -> f64) -> MeanSe {
+fn averaged(rows: &[Row], method: Method, metric: Metric) -> MeanSe {
     let values: Vec<f64> = of(rows, method).map(|r| over_angles(r, metric)).collect();
     MeanSe::of(&values)
 }
@@ -808,21 +971,22 @@ fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
             format!("{:.3}", averaged(rows, m, ece)),
             format!("{:.3}", averaged(rows, m, brier)),
             format!("{:.3}", mean(m, |r| r.ood_auroc)),
-            if lambdas.is_empty() { "–".into() } else { lambdas.join(", ") },
+            if lambdas.is_empty() {
+                "–".into()
+            } else {
+                lambdas.join(", ")
+            },
             format!("{:.1}", mean(m, |r| r.fit_s).mean),
             format!("{:.1}", mean(m, |r| r.eval_s).mean),
         ]);
     }
     let mut by_angle = Table::new(
-        std::iter::once("method".to_owned())
-            .chain(settings.angles.iter().map(|a| format!("{a}°"))),
+        std::iter::once("method".to_owned()).chain(settings.angles.iter().map(|a| format!("{a}°"))),
     );
     for m in present(rows) {
-        by_angle.row(
-            std::iter::once(m.name().to_owned()).chain(
-                (0..settings.angles.len()).map(|a| format!("{:.3}", at(rows, m, a, log_lik).mean)),
-            ),
-        );
+        by_angle.row(std::iter::once(m.name().to_owned()).chain(
+            (0..settings.angles.len()).map(|a| format!("{:.3}", at(rows, m, a, log_lik).mean)),
+        ));
     }
     format!(
         "{} training images ({} more held out for the Laplace family's λ), {} test images at \
@@ -849,6 +1013,90 @@ fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
         settings.samples,
         summary.to_markdown(),
         by_angle.to_markdown(),
+    ) + &evidence_section(rows)
+}
+
+/// The rows with every Laplace posterior's scores replaced by those of the same posterior with
+/// λ by the marginal likelihood (the other methods unchanged).
+fn with_evidence_lambda(rows: &[Row]) -> Vec<Row> {
+    rows.iter()
+        .map(|r| match &r.evidence {
+            Some(alt) => Row {
+                lambda: Some(alt.lambda),
+                scores: alt.scores.clone(),
+                evidence: None,
+                ..r.clone()
+            },
+            None => r.clone(),
+        })
+        .collect()
+}
+
+/// The investigation of the claim: the Laplace family with λ by the marginal likelihood
+/// instead of the validation log-likelihood, and the paper's two criteria on those rows.
+fn evidence_section(rows: &[Row]) -> String {
+    let alt = with_evidence_lambda(rows);
+    let laplace: Vec<Method> = present(rows)
+        .into_iter()
+        .filter(|&m| of(rows, m).any(|r| r.evidence.is_some()))
+        .collect();
+    if laplace.is_empty() {
+        return String::new();
+    }
+    let mut t = Table::new([
+        "method",
+        "λ by validation",
+        "λ by evidence",
+        "test LL at 0° (validation λ → evidence λ)",
+        "test LL, mean over angles",
+        "error, mean over angles",
+    ]);
+    let lambdas = |rows: &[Row], m| -> String {
+        let l: Vec<String> = of(rows, m)
+            .filter_map(|r| r.lambda.map(|l| format!("{l:.3}")))
+            .collect();
+        l.join(", ")
+    };
+    for m in laplace {
+        t.row([
+            m.name().to_owned(),
+            lambdas(rows, m),
+            lambdas(&alt, m),
+            format!(
+                "{:.3} → {:.3}",
+                at(rows, m, 0, log_lik).mean,
+                at(&alt, m, 0, log_lik).mean
+            ),
+            format!(
+                "{:.3} → {:.3}",
+                averaged(rows, m, log_lik).mean,
+                averaged(&alt, m, log_lik).mean
+            ),
+            format!(
+                "{:.3} → {:.3}",
+                averaged(rows, m, error).mean,
+                averaged(&alt, m, error).mean
+            ),
+        ]);
+    }
+    let verdicts: Vec<String> = claims(&alt)
+        .iter()
+        .map(|c| {
+            format!(
+                "- {}: {} ({})",
+                c.statement,
+                crate::claim::yes_no(c.holds),
+                c.ours
+            )
+        })
+        .collect();
+    format!(
+        "\n## The Laplace family with λ by the marginal likelihood (an investigation)\n\n         Each Laplace posterior again with λ from the same grid chosen by its Laplace marginal \
+         likelihood on the training images instead of the validation log-likelihood (nothing \
+         else changes).\n\n{}\nThe paper's two criteria on these rows (the other methods as \
+         above):\n\n{}\n",
+        t.to_markdown(),
+        verdicts.join("\n")
     )
 }
 
@@ -907,7 +1155,7 @@ fn claims(rows: &[Row]) -> Vec<Claim> {
 /// Test log-likelihood, error, ECE and Brier against the angle, a line per method with a band
 /// of ± one standard error over seeds.
 fn figure(rows: &[Row], settings: &Settings) -> Figure {
-    let panels: [(&str, fn(&AtAngle) -> f64); 4] = [
+    let panels: [(&str, Metric); 4] = [
         ("test log-likelihood", log_lik),
         ("test error", error),
         ("ECE", ece),
@@ -915,7 +1163,7 @@ fn figure(rows: &[Row], settings: &Settings) -> Figure {
     ];
     let xs = &settings.angles;
     let mut figure = Figure::new(2);
-    for (title, metric) in panels {
+    for (i, (title, metric)) in panels.into_iter().enumerate() {
         let mut panel = Panel::new(title);
         panel.labels("rotation (degrees)", title);
         for m in present(rows) {
@@ -926,7 +1174,10 @@ fn figure(rows: &[Row], settings: &Settings) -> Figure {
                 let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
                 panel.band(xs, &lo, &hi, m.color());
             }
-            panel.line(xs, &mean, m.color()).legend(m.name(), m.color());
+            panel.line(xs, &mean, m.color());
+            if i == 0 {
+                panel.legend(m.name(), m.color()); // one legend for the four panels
+            }
         }
         figure = figure.panel(panel);
     }
@@ -940,7 +1191,10 @@ fn reliability_figure(rows: &[Row], settings: &Settings) -> Figure {
         for m in present(rows) {
             let first = of(rows, m).next().expect("present");
             if let Some(r) = first.reliability.iter().find(|r| r.angle == angle) {
-                figure = figure.panel(Panel::reliability(format!("{}, {angle}°", m.name()), &r.bins));
+                figure = figure.panel(Panel::reliability(
+                    format!("{}, {angle}°", m.name()),
+                    &r.bins,
+                ));
             }
         }
     }
@@ -972,6 +1226,7 @@ mod tests {
             reliability: vec![],
             fit_s: 0.0,
             eval_s: 0.0,
+            evidence: None,
         }
     }
 
@@ -981,9 +1236,16 @@ mod tests {
         let mut rows = Vec::new();
         for seed in 0..3 {
             let jitter = 0.01 * seed as f64;
-            rows.push(row(Method::SubnetWasserstein, seed, &[subnet + jitter, subnet - jitter]));
+            rows.push(row(
+                Method::SubnetWasserstein,
+                seed,
+                &[subnet + jitter, subnet - jitter],
+            ));
             rows.push(row(Method::SubnetRandom, seed, &[random, random]));
-            for m in Method::PAPER_BASELINES.iter().filter(|&&m| m != Method::SubnetRandom) {
+            for m in Method::PAPER_BASELINES
+                .iter()
+                .filter(|&&m| m != Method::SubnetRandom)
+            {
                 rows.push(row(*m, seed, &[base, base]));
             }
             rows.push(row(Method::Vogn, seed, &[0.0, 0.0])); // VOGN above all: not compared
@@ -993,7 +1255,7 @@ mod tests {
 
     #[test]
     fn claims_follow_the_log_likelihoods() {
-        let holds = |rows: &[Row]| -> Vec<bool> { claims(rows).iter().map(|c| c.verdict.holds).collect() };
+        let holds = |rows: &[Row]| -> Vec<bool> { claims(rows).iter().map(|c| c.holds).collect() };
         assert_eq!(holds(&rows(-0.5, -0.9, -0.7)), [true, true]);
         // One baseline above the subnetwork breaks the first claim only.
         let mut r = rows(-0.5, -0.9, -0.7);
@@ -1001,14 +1263,26 @@ mod tests {
             .filter(|r| r.method == Method::Ensemble)
             .for_each(|r| r.scores.iter_mut().for_each(|s| s.log_lik = -0.4));
         assert_eq!(holds(&r), [false, true]);
-        // A random subnetwork as good as the Wasserstein one breaks the second.
-        assert_eq!(holds(&rows(-0.5, -0.5, -0.7)), [true, false]);
+        // A random subnetwork slightly worse on average, but within the seeds' spread, breaks
+        // the second only: per-seed differences 0.06, 0.01, −0.04 (mean 0.01, SE 0.029).
+        let mut r = rows(-0.5, -0.9, -0.7);
+        for (seed, r) in r
+            .iter_mut()
+            .filter(|r| r.method == Method::SubnetRandom)
+            .enumerate()
+        {
+            let ll = -0.56 + 0.05 * seed as f64;
+            r.scores.iter_mut().for_each(|s| s.log_lik = ll);
+        }
+        assert_eq!(holds(&r), [true, false]);
     }
 
     #[test]
     fn unit_keys_are_distinct_file_names() {
         let mut keys: Vec<String> = std::iter::once(Unit::Gibbs.key())
-            .chain((0..3).flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key())))
+            .chain((0..3).flat_map(|seed| {
+                (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key())
+            }))
             .collect();
         assert_eq!(keys[1], "seed-0-map");
         let n = keys.len();

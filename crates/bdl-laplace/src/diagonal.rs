@@ -68,6 +68,20 @@ impl DiagLaplace {
         })
     }
 
+    /// The Laplace log marginal likelihood given the log-likelihood at the MAP, with the
+    /// diagonal posterior precision h_dd + λ_d in place of the full one:
+    ///
+    /// log Z ≈ log p(D | θ̂) − ½ Σ_d [log(h_dd + λ_d) − log λ_d + λ_d θ̂_d²].
+    ///
+    /// For a search over λ the log-likelihood is a constant: any value gives the same argmax.
+    pub fn log_marginal_likelihood(&self, log_lik: f64) -> Result<f64> {
+        let theta = bdl_tensor::to_f64_vec(self.map.theta())?;
+        let penalty: f64 = (self.ggn_diagonal.iter().zip(&self.prior).zip(&theta))
+            .map(|((h, l), t)| (h + l).ln() - l.ln() + l * t * t)
+            .sum();
+        Ok(log_lik - 0.5 * penalty)
+    }
+
     /// diag(H), the GGN diagonal.
     pub fn ggn_diagonal(&self) -> &[f64] {
         &self.ggn_diagonal

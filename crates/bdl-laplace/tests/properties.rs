@@ -447,3 +447,29 @@ fn the_packed_posterior_keeps_the_ggn_and_its_factor() {
         }
     }
 }
+
+#[test]
+fn diagonal_log_marginal_likelihood_is_the_full_one_for_one_parameter() {
+    // With a single parameter the diagonal posterior is the full one, so the two evidences
+    // agree (to rounding).
+    let model = Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity).without_bias()).unwrap();
+    let theta = Tensor::new(&[0.8f64], &Device::Cpu).unwrap();
+    let x = Tensor::new(&[[0.5f64], [-1.0], [2.0]], &Device::Cpu).unwrap();
+    let map = estimate(&model, &theta, Likelihood::Gaussian { sigma: 0.5 });
+    let config = valid(&LaplaceConfig {
+        prior: PriorPrecision::Scalar(2.0),
+        ..LaplaceConfig::default()
+    });
+    let diag = bdl_laplace::DiagLaplace::fit(&map, &x, &config).unwrap();
+    let full = SubnetLaplace::fit(&map, &x, vec![0], &config).unwrap();
+    let (a, b) = (
+        diag.log_marginal_likelihood(-3.0).unwrap(),
+        full.log_marginal_likelihood(-3.0),
+    );
+    // h = Σ x²/σ² = 5.25/0.25 = 21: log Z = −3 − ½ [log 23 − log 2 + 2·0.64].
+    let expected = -3.0 - 0.5 * ((23.0f64).ln() - 2f64.ln() + 1.28);
+    assert!(
+        (a - b).abs() < 1e-12 && (a - expected).abs() < 1e-12,
+        "{a} {b} {expected}"
+    );
+}

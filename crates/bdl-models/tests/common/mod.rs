@@ -175,12 +175,17 @@ pub fn assert_jacobian_routes_agree(model: &impl Model, theta: &Tensor, x: &Tens
     for row in 0..n * k {
         for c in 0..d {
             let (a, b) = (jac[row * d + c], jac_rev[row * d + (d - 1 - c)]);
-            assert!((a - b).abs() <= 1e-12 * scale, "row {row}, column {c}: {a} vs {b}");
+            assert!(
+                (a - b).abs() <= 1e-12 * scale,
+                "row {row}, column {c}: {a} vs {b}"
+            );
         }
     }
     let w: Vec<f64> = {
         let mut rng = seed.fork("w").rng();
-        (0..d).map(|_| rand::Rng::random_range(&mut rng, 0.5..1.5)).collect()
+        (0..d)
+            .map(|_| rand::Rng::random_range(&mut rng, 0.5..1.5))
+            .collect()
     };
     let w_t = Tensor::from_vec(w.clone(), d, &Device::Cpu).unwrap();
     let got = model.weighted_jacobian_sq(theta, &cache, &w_t).unwrap();
