@@ -888,6 +888,11 @@ fn score(
     })
 }
 
+/// A prior precision in three significant digits ("3.16e4").
+fn short(lambda: f64) -> String {
+    format!("{lambda:.2e}")
+}
+
 /// One score of a method at one angle.
 type Metric = fn(&AtAngle) -> f64;
 
@@ -957,9 +962,7 @@ fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
         "evaluate (s)",
     ]);
     for m in present(rows) {
-        let lambdas: Vec<String> = of(rows, m)
-            .filter_map(|r| r.lambda.map(|l| format!("{l}")))
-            .collect();
+        let lambdas: Vec<String> = of(rows, m).filter_map(|r| r.lambda.map(short)).collect();
         summary.row([
             m.name().to_owned(),
             m.model().to_owned(),
@@ -1052,9 +1055,7 @@ fn evidence_section(rows: &[Row]) -> String {
         "error, mean over angles",
     ]);
     let lambdas = |rows: &[Row], m| -> String {
-        let l: Vec<String> = of(rows, m)
-            .filter_map(|r| r.lambda.map(|l| format!("{l:.3}")))
-            .collect();
+        let l: Vec<String> = of(rows, m).filter_map(|r| r.lambda.map(short)).collect();
         l.join(", ")
     };
     for m in laplace {
@@ -1091,7 +1092,8 @@ fn evidence_section(rows: &[Row]) -> String {
         })
         .collect();
     format!(
-        "\n## The Laplace family with λ by the marginal likelihood (an investigation)\n\n         Each Laplace posterior again with λ from the same grid chosen by its Laplace marginal \
+        "\n## The Laplace family with λ by the marginal likelihood (an investigation)\n\n\
+         Each Laplace posterior again with λ from the same grid chosen by its Laplace marginal \
          likelihood on the training images instead of the validation log-likelihood (nothing \
          else changes).\n\n{}\nThe paper's two criteria on these rows (the other methods as \
          above):\n\n{}\n",
