@@ -145,9 +145,12 @@ impl Method {
 }
 
 /// The fits of one seed that share their expensive parts, one unit each: a unit's first
-/// method names it.
+/// method names it. The two that train their own networks come right after the MAP, so that a
+/// second worker has work while the first trains the MAP the others start from.
 const GROUPS: [&[Method]; 8] = [
     &[Method::Map],
+    &[Method::McDropout],
+    &[Method::Ensemble],
     &[Method::DiagLaplace, Method::LastLayerLaplace],
     // Both subnetworks are the size the SWAG variances choose from.
     &[
@@ -155,11 +158,9 @@ const GROUPS: [&[Method]; 8] = [
         Method::SubnetWasserstein,
         Method::SubnetRandom,
     ],
-    &[Method::McDropout],
     &[Method::Vogn],
     &[Method::Vadam],
     &[Method::Ivon],
-    &[Method::Ensemble],
 ];
 
 /// The settings of a profile.
