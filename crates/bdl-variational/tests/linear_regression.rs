@@ -482,3 +482,27 @@ fn an_overflowing_f32_fit_is_a_typed_error() {
         "{err}"
     );
 }
+
+#[test]
+fn an_initial_precision_below_the_prior_starts_at_the_prior() {
+    // The documented rule (`VariationalConfig::init_precision`): for the natural-gradient
+    // methods the precision N s + λ cannot be below λ, so any value ≤ λ starts at s₁ = 0, the
+    // prior's precision, exactly as `None` does; a value above λ starts elsewhere.
+    let p = problem();
+    for method in [
+        Method::vadam(0.05),
+        Method::Vogn {
+            learning_rate: 0.1,
+            beta: 0.1,
+        },
+    ] {
+        let mut config = VariationalConfig::new(method, LAMBDA, 5, 8);
+        let prior = run(&p, &config).posterior.q().clone();
+        for below in [LAMBDA / 2.0, LAMBDA] {
+            config.init_precision = Some(below);
+            assert_eq!(&prior, run(&p, &config).posterior.q(), "{below}");
+        }
+        config.init_precision = Some(4.0 * LAMBDA);
+        assert_ne!(&prior, run(&p, &config).posterior.q());
+    }
+}
