@@ -308,17 +308,23 @@ impl State {
     /// parameter held fixed.
     pub(crate) fn sigma(&self) -> Vec<f64> {
         let (n, lt, root_tau) = (self.n, self.lt, self.tau.sqrt());
-        self.s
-            .iter()
-            .enumerate()
-            .map(|(i, &s)| match self.method {
-                _ if self.is_fixed(i) => 0.0,
-                Method::VadaGrad { .. } => s.sqrt().recip(),
-                Method::Bbvi { .. } => softplus(s),
-                _ if self.tau == 0.0 => 0.0,
-                _ => root_tau * (n * (s + lt)).sqrt().recip(),
-            })
-            .collect()
+        // One branch-free pass per method (vectorised), then the fixed parameters zeroed.
+        let mut sigma: Vec<f64> = match self.method {
+            Method::VadaGrad { .. } => self.s.iter().map(|s| s.sqrt().recip()).collect(),
+            Method::Bbvi { .. } => self.s.iter().map(|&s| softplus(s)).collect(),
+            _ if self.tau == 0.0 => vec![0.0; self.s.len()],
+            _ => self
+                .s
+                .iter()
+                .map(|&s| root_tau * (n * (s + lt)).sqrt().recip())
+                .collect(),
+        };
+        if let Some(fixed) = &self.fixed {
+            for (sd, _) in sigma.iter_mut().zip(fixed).filter(|(_, fixed)| **fixed) {
+                *sd = 0.0;
+            }
+        }
+        sigma
     }
 
     /// q(θ) = N(μ, diag σ²) as it stands.
@@ -335,37 +341,59 @@ impl State {
         let t = self.t as i32;
         let lt = self.lt;
         let alpha = self.method.learning_rate() * lr_scale;
-        let sigma = self.sigma();
         let d = self.mu.len();
-        // The parameters this step updates (all but those held fixed), in index order.
+        // The natural methods and IVON update every parameter in one zipped (vectorised) pass;
+        // the ones held fixed are put back afterwards. BBVI's gradients skip them.
+        let held = self
+            .fixed
+            .as_ref()
+            .map(|_| (self.mu.clone(), self.s.clone(), self.m.clone()));
         let active: Vec<usize> = (0..d).filter(|&i| !self.is_fixed(i)).collect();
+        let sigma = match self.method {
+            Method::Ivon { .. } | Method::Bbvi { .. } => self.sigma(),
+            _ => Vec::new(),
+        };
+        let (mu, s, m) = (&mut self.mu, &mut self.s, &mut self.m);
         match self.method.clone() {
             Method::Von { beta, .. } | Method::Vogn { beta, .. } => {
-                for &i in &active {
-                    self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.h[i];
-                    self.mu[i] -= alpha * ratio(stats.g[i] + lt * self.mu[i], self.s[i] + lt);
+                for ((mu, s), (&g, &h)) in mu
+                    .iter_mut()
+                    .zip(s.iter_mut())
+                    .zip(stats.g.iter().zip(&stats.h))
+                {
+                    *s = (1.0 - beta) * *s + beta * h;
+                    *mu -= alpha * ratio(g + lt * *mu, *s + lt);
                 }
             }
             Method::Vprop { beta, .. } => {
-                for &i in &active {
-                    self.s[i] = (1.0 - beta) * self.s[i] + beta * stats.g_sq[i];
-                    self.mu[i] -=
-                        alpha * ratio(stats.g[i] + lt * self.mu[i], self.s[i].sqrt() + lt);
+                for ((mu, s), (&g, &g_sq)) in mu
+                    .iter_mut()
+                    .zip(s.iter_mut())
+                    .zip(stats.g.iter().zip(&stats.g_sq))
+                {
+                    *s = (1.0 - beta) * *s + beta * g_sq;
+                    *mu -= alpha * ratio(g + lt * *mu, s.sqrt() + lt);
                 }
             }
             Method::Vadam { beta1, beta2, .. } => {
-                for &i in &active {
-                    self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * (stats.g[i] + lt * self.mu[i]);
-                    self.s[i] = beta2 * self.s[i] + (1.0 - beta2) * stats.g_sq[i];
-                    let m_hat = self.m[i] / (1.0 - beta1.powi(t));
-                    let s_hat = self.s[i] / (1.0 - beta2.powi(t));
-                    self.mu[i] -= alpha * ratio(m_hat, s_hat.sqrt() + lt);
+                let (m_debias, s_debias) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
+                let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
+                for (((mu, s), m), (&g, &g_sq)) in state.zip(stats.g.iter().zip(&stats.g_sq)) {
+                    *m = beta1 * *m + (1.0 - beta1) * (g + lt * *mu);
+                    *s = beta2 * *s + (1.0 - beta2) * g_sq;
+                    let m_hat = *m / m_debias;
+                    let s_hat = *s / s_debias;
+                    *mu -= alpha * ratio(m_hat, s_hat.sqrt() + lt);
                 }
             }
             Method::VadaGrad { beta2, .. } => {
-                for &i in &active {
-                    self.s[i] += (1.0 - beta2) * stats.g_sq[i];
-                    self.mu[i] -= alpha * stats.g[i] / self.s[i].sqrt();
+                for ((mu, s), (&g, &g_sq)) in mu
+                    .iter_mut()
+                    .zip(s.iter_mut())
+                    .zip(stats.g.iter().zip(&stats.g_sq))
+                {
+                    *s += (1.0 - beta2) * g_sq;
+                    *mu -= alpha * g / s.sqrt();
                 }
             }
             Method::Ivon {
@@ -375,19 +403,19 @@ impl State {
                 clip,
                 ..
             } => {
-                for &i in &active {
+                let m_debias = 1.0 - beta1.powi(t);
+                let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
+                let seen = stats.g.iter().zip(&stats.g_eps).zip(&sigma);
+                for (((mu, s), m), ((&g, &g_eps), &sd)) in state.zip(seen) {
                     // ĥ = ĝ∘(θ − μ)/σ² = ĝ∘ε/σ.
-                    let h_hat = stats.g_eps[i] / sigma[i];
-                    self.m[i] = beta1 * self.m[i] + (1.0 - beta1) * stats.g[i];
-                    let h = self.s[i];
-                    self.s[i] = beta2 * h
+                    let h_hat = g_eps / sd;
+                    *m = beta1 * *m + (1.0 - beta1) * g;
+                    let h = *s;
+                    *s = beta2 * h
                         + (1.0 - beta2) * h_hat
                         + 0.5 * (1.0 - beta2).powi(2) * ratio((h - h_hat).powi(2), h + lt);
-                    let step = ratio(
-                        self.m[i] / (1.0 - beta1.powi(t)) + lt * self.mu[i],
-                        self.s[i] + lt,
-                    );
-                    self.mu[i] -= alpha * (h0 + lt) * step.clamp(-clip, clip);
+                    let step = ratio(*m / m_debias + lt * *mu, *s + lt);
+                    *mu -= alpha * (h0 + lt) * step.clamp(-clip, clip);
                 }
             }
             Method::Bbvi { .. } => {
@@ -396,13 +424,18 @@ impl State {
                 let (mut grad_mu, mut grad_rho) = (vec![0.0; d], vec![0.0; d]);
                 for &i in &active {
                     let sd = sigma[i];
-                    grad_mu[i] = stats.g[i] + tau * lambda * self.mu[i] / self.n;
+                    grad_mu[i] = stats.g[i] + tau * lambda * mu[i] / self.n;
                     let dkl_dsigma = tau * (lambda * sd - sd.recip());
-                    grad_rho[i] = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(self.s[i]);
+                    grad_rho[i] = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(s[i]);
                 }
                 let [adam_mu, adam_rho] = self.adam.as_mut().expect("BBVI keeps Adam's state");
-                adam_mu.step(&mut self.mu, &grad_mu, alpha);
-                adam_rho.step(&mut self.s, &grad_rho, alpha);
+                adam_mu.step(mu, &grad_mu, alpha);
+                adam_rho.step(s, &grad_rho, alpha);
+            }
+        }
+        if let (Some(fixed), Some((mu, s, m))) = (&self.fixed, held) {
+            for i in (0..d).filter(|&i| fixed[i]) {
+                (self.mu[i], self.s[i], self.m[i]) = (mu[i], s[i], m[i]);
             }
         }
         let name = self.method.name();

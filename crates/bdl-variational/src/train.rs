@@ -225,7 +225,9 @@ pub fn fit_monitored(
             for _ in 0..config.mc_samples {
                 let sigma = state.sigma();
                 let eps: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut noise)).collect();
-                let theta: Vec<f64> = (0..d).map(|i| state.mu[i] + sigma[i] * eps[i]).collect();
+                let theta: Vec<f64> = (state.mu.iter().zip(&sigma).zip(&eps))
+                    .map(|((mu, sd), e)| mu + sd * e)
+                    .collect();
                 let theta = Tensor::from_vec(theta, d, device)?.to_dtype(dtype)?;
                 let cache = network.forward_cached(&theta, xb)?;
                 let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
@@ -240,12 +242,19 @@ pub fn fit_monitored(
                         bdl_tensor::to_f64_vec(&network.ggn_diagonal(&theta, &cache, &factor)?)?
                     }
                 };
-                // g is a sum over the minibatch: the mean is g / M, averaged over samples.
-                for i in 0..d {
-                    let gi = g[i] / m;
-                    stats.g[i] += gi / config.mc_samples as f64;
-                    stats.g_sq[i] += gi * gi / config.mc_samples as f64;
-                    stats.g_eps[i] += gi * eps[i] / config.mc_samples as f64;
+                // g is a sum over the minibatch: the mean is g / M, averaged over samples (one
+                // pass over zipped slices, which the compiler vectorises).
+                let samples = config.mc_samples as f64;
+                let sums = stats
+                    .g
+                    .iter_mut()
+                    .zip(&mut stats.g_sq)
+                    .zip(&mut stats.g_eps);
+                for (((mean, sq), with_eps), (&g, &e)) in sums.zip(g.iter().zip(&eps)) {
+                    let gi = g / m;
+                    *mean += gi / samples;
+                    *sq += gi * gi / samples;
+                    *with_eps += gi * e / samples;
                 }
                 for (acc, v) in stats.h.iter_mut().zip(&h) {
                     *acc += v / scale;
