@@ -298,11 +298,6 @@ impl State {
         self.fixed = Some(fixed);
     }
 
-    /// Whether parameter `i` is held fixed.
-    fn is_fixed(&self, i: usize) -> bool {
-        self.fixed.as_ref().is_some_and(|f| f[i])
-    }
-
     /// The perturbation standard deviation σ of every parameter: √τ / √(N(s + τλ̃)) for the
     /// natural methods and IVON (0 at τ = 0), 1/√s for VadaGrad, softplus(ρ) for BBVI; 0 for a
     /// parameter held fixed.
@@ -342,13 +337,12 @@ impl State {
         let lt = self.lt;
         let alpha = self.method.learning_rate() * lr_scale;
         let d = self.mu.len();
-        // The natural methods and IVON update every parameter in one zipped (vectorised) pass;
-        // the ones held fixed are put back afterwards. BBVI's gradients skip them.
+        // Every method updates all parameters in zipped (vectorised) passes; the ones held
+        // fixed are put back afterwards (BBVI's gradients are zero there, for Adam's moments).
         let held = self
             .fixed
             .as_ref()
             .map(|_| (self.mu.clone(), self.s.clone(), self.m.clone()));
-        let active: Vec<usize> = (0..d).filter(|&i| !self.is_fixed(i)).collect();
         let sigma = match self.method {
             Method::Ivon { .. } | Method::Bbvi { .. } => self.sigma(),
             _ => Vec::new(),
@@ -420,13 +414,20 @@ impl State {
             }
             Method::Bbvi { .. } => {
                 // The gradient of the mean log-likelihood plus τ KL(q ‖ p) / N.
-                let (lambda, tau) = (self.lambda_tilde * self.n, self.tau);
-                let (mut grad_mu, mut grad_rho) = (vec![0.0; d], vec![0.0; d]);
-                for &i in &active {
-                    let sd = sigma[i];
-                    grad_mu[i] = stats.g[i] + tau * lambda * mu[i] / self.n;
-                    let dkl_dsigma = tau * (lambda * sd - sd.recip());
-                    grad_rho[i] = (stats.g_eps[i] + dkl_dsigma / self.n) * sigmoid(s[i]);
+                let (lambda, tau, n) = (self.lambda_tilde * self.n, self.tau, self.n);
+                let mut grad_mu: Vec<f64> = (stats.g.iter().zip(mu.iter()))
+                    .map(|(&g, &mu)| g + tau * lambda * mu / n)
+                    .collect();
+                let mut grad_rho: Vec<f64> = (stats.g_eps.iter().zip(&sigma).zip(s.iter()))
+                    .map(|((&g_eps, &sd), &rho)| {
+                        let dkl_dsigma = tau * (lambda * sd - sd.recip());
+                        (g_eps + dkl_dsigma / n) * sigmoid(rho)
+                    })
+                    .collect();
+                if let Some(fixed) = &self.fixed {
+                    for (i, _) in fixed.iter().enumerate().filter(|(_, fixed)| **fixed) {
+                        (grad_mu[i], grad_rho[i]) = (0.0, 0.0);
+                    }
                 }
                 let [adam_mu, adam_rho] = self.adam.as_mut().expect("BBVI keeps Adam's state");
                 adam_mu.step(mu, &grad_mu, alpha);
