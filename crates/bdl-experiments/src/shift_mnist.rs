@@ -575,18 +575,14 @@ fn fit_group(
                 &data.inputs,
                 settings,
             )?);
-            let start = clock();
             let last = selection::last_layer(map.network().layout(), Candidates::All);
-            let post = subnetwork(&map, data, last.indices, &settings.lambdas)?;
-            let fit_s = start.elapsed().as_secs_f64();
-            rows.push(laplace_row(
-                Method::LastLayerLaplace,
-                &post,
-                seed,
-                fit_s,
-                &data.inputs,
+            let subnet = Subnet {
+                map: &map,
+                data,
                 settings,
-            )?);
+                seed,
+            };
+            rows.push(subnet.row(Method::LastLayerLaplace, last.indices, 0.0)?);
         }
         Method::Swag => {
             let map = map()?;
@@ -617,24 +613,20 @@ fn fit_group(
                     selection::random(layout, Candidates::WeightsOnly, s, root.fork("random"))?,
                 ),
             ];
+            let subnet = Subnet {
+                map: &map,
+                data,
+                settings,
+                seed,
+            };
             for (method, subset) in chosen {
-                let start = clock();
-                let post = subnetwork(&map, data, subset.indices, &settings.lambdas)?;
                 // The Wasserstein rule's time includes the SWAG run its variances come from.
-                let extra = if method == Method::SubnetWasserstein {
+                let swag_part = if method == Method::SubnetWasserstein {
                     swag_s
                 } else {
                     0.0
                 };
-                let fit_s = start.elapsed().as_secs_f64() + extra;
-                rows.push(laplace_row(
-                    method,
-                    &post,
-                    seed,
-                    fit_s,
-                    &data.inputs,
-                    settings,
-                )?);
+                rows.push(subnet.row(method, subset.indices, swag_part)?);
             }
         }
         Method::McDropout => {
@@ -774,6 +766,26 @@ fn subnetwork(
         by_validation: choose(&|l| Ok(evidence.validation_log_lik(&val, l, 1.0)?))?,
         by_evidence: choose(&|l| Ok(evidence.log_evidence(l, 1.0)))?,
     })
+}
+
+/// What a subnetwork Laplace row of one seed needs.
+struct Subnet<'a> {
+    map: &'a MapEstimate,
+    data: &'a Lenet,
+    settings: &'a Settings,
+    seed: usize,
+}
+
+impl Subnet<'_> {
+    /// The row of the Laplace over `subset` (λ chosen both ways), its fit time counted from
+    /// the MAP plus `earlier_s` seconds spent before on its behalf.
+    fn row(&self, method: Method, subset: Vec<usize>, earlier_s: f64) -> Result<Row> {
+        let start = Instant::now();
+        let post = subnetwork(self.map, self.data, subset, &self.settings.lambdas)?;
+        let fit_s = start.elapsed().as_secs_f64() + earlier_s;
+        let inputs = &self.data.inputs;
+        laplace_row(method, &post, self.seed, fit_s, inputs, self.settings)
+    }
 }
 
 /// A Laplace row: the validation-tuned posterior scored in full, the evidence-tuned one's
