@@ -131,12 +131,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let units = Units::new(ctx, &settings)?;
     let key = |&(b, kind, k): &(Benchmark, SplitKind, usize)| format!("{b}-{kind}-{k}");
     let total = jobs.len();
-    let jobs: Vec<_> = jobs
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| units.mine(*i))
-        .map(|(_, job)| job)
-        .collect();
+    let jobs = units.share(jobs);
     let bar = ctx.bar(jobs.len() as u64, "splits");
     let per_split = side_by_side(&jobs, |job| -> Result<Vec<Row>> {
         let &(b, kind, k) = job;

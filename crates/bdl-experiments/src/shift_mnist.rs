@@ -440,12 +440,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .collect();
     let units = Units::new(ctx, &settings)?;
     let total = all.len();
-    let mine: Vec<Unit> = all
-        .into_iter()
-        .enumerate()
-        .filter(|(i, _)| units.mine(*i))
-        .map(|(_, u)| u)
-        .collect();
+    let mine = units.share(all);
     let maps = Maps::new(settings.seeds);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {

@@ -67,6 +67,16 @@ impl Units {
         }
     }
 
+    /// This run's share of the experiment's units `all` (every unit at a position [`mine`](
+    /// Self::mine)), in list order.
+    pub fn share<T>(&self, all: Vec<T>) -> Vec<T> {
+        all.into_iter()
+            .enumerate()
+            .filter(|(i, _)| self.mine(*i))
+            .map(|(_, unit)| unit)
+            .collect()
+    }
+
     /// For a shard, the outcome that reports its units (`keys`, in list order, of `total`);
     /// `None` otherwise, when the experiment goes on to its results.
     pub fn shard_outcome(&self, keys: Vec<String>, total: usize) -> Option<Outcome> {
