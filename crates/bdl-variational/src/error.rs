@@ -29,6 +29,17 @@ pub enum Error {
         /// What became non-finite.
         what: &'static str,
     },
+
+    /// VON or VOGN was given a gradient without the curvature its update needs.
+    #[error("{method} needs the minibatch-mean curvature with every gradient")]
+    NoCurvature {
+        /// The method's name.
+        method: &'static str,
+    },
+
+    /// An online step was asked for before any gradient was observed.
+    #[error("an update needs at least one observed gradient since the last one")]
+    NothingObserved,
 }
 
 bdl_inference::method_error!(Error, "bdl-variational");

@@ -207,6 +207,33 @@ pub(crate) struct Stats {
     pub(crate) h: Vec<f64>,
 }
 
+impl Stats {
+    /// Zeros for D parameters (no ĥ when the method needs no curvature).
+    pub(crate) fn zeros(d: usize, curvature: Curvature) -> Self {
+        let h = match curvature {
+            Curvature::None => 0,
+            Curvature::GgnDiagonal | Curvature::SumSqGrads => d,
+        };
+        Self {
+            g: vec![0.0; d],
+            g_sq: vec![0.0; d],
+            g_eps: vec![0.0; d],
+            h: vec![0.0; h],
+        }
+    }
+
+    /// Every value back to zero.
+    pub(crate) fn clear(&mut self) {
+        for v in (self.g.iter_mut())
+            .chain(&mut self.g_sq)
+            .chain(&mut self.g_eps)
+            .chain(&mut self.h)
+        {
+            *v = 0.0;
+        }
+    }
+}
+
 /// The state of one method over D parameters.
 #[derive(Clone, Debug)]
 pub(crate) struct State {
@@ -287,6 +314,11 @@ impl State {
             adam,
             t: 0,
         }
+    }
+
+    /// The method's name.
+    pub(crate) fn method_name(&self) -> &'static str {
+        self.method.name()
     }
 
     /// Infers only the parameters `subset`; every other one stays at its current μ with σ = 0.

@@ -10,11 +10,10 @@ use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
 use candle_core::Tensor;
-use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::method::{Curvature, State, Stats};
-use crate::{Error, MeanField, Method, Result};
+use crate::method::Curvature;
+use crate::{Error, MeanField, Method, Online, Result};
 
 /// How to fit a variational posterior.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -172,38 +171,15 @@ pub fn fit_monitored(
     let data = MinibatchLoop::new(x, y, config.batch_size, config.seed)?;
     let n = data.len();
     let (dtype, device) = (mu0.dtype(), mu0.device());
-    let lambda = config.prior_precision;
-    let p0 = config.init_precision.unwrap_or(lambda);
-    let mut state = State::new(
-        config.method.clone(),
-        bdl_tensor::to_f64_vec(mu0)?,
-        n,
-        lambda,
-        p0,
-        config.kl_weight,
-    );
-    if let Some(subset) = &config.subset {
-        let d = state.mu.len();
-        if let Some(&i) = subset.iter().find(|&&i| i >= d) {
-            return Err(InvalidParam::new(
-                "subset",
-                format!("index {i}"),
-                format!("parameter indices below {d}"),
-            )
-            .into());
-        }
-        state.infer_only(subset);
-    }
+    let mut q = Online::new(bdl_tensor::to_f64_vec(mu0)?, n, config)?;
     let curvature = config.method.curvature();
-    let d = state.mu.len();
-    let mut noise = config.seed.fork("perturbation").rng();
+    let d = q.mean().len();
     let mut nll = Vec::with_capacity(config.epochs);
-    let mut step = 0usize;
-    let posterior = |state: &State| {
+    let posterior = |q: &Online| {
         MeanField::new(
             network.clone(),
             likelihood,
-            state.posterior(),
+            q.posterior(),
             (**config).clone(),
         )
     };
@@ -211,60 +187,30 @@ pub fn fit_monitored(
         let mut diverged = None;
         data.epoch(epoch, |xb, yb| {
             let m = xb.dims()[0] as f64;
-            let scale = m * config.mc_samples as f64;
-            let mut stats = Stats {
-                g: vec![0.0; d],
-                g_sq: vec![0.0; d],
-                g_eps: vec![0.0; d],
-                h: if curvature == Curvature::None {
-                    Vec::new()
-                } else {
-                    vec![0.0; d]
-                },
-            };
             for _ in 0..config.mc_samples {
-                let sigma = state.sigma();
-                let eps: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut noise)).collect();
-                let theta: Vec<f64> = (state.mu.iter().zip(&sigma).zip(&eps))
-                    .map(|((mu, sd), e)| mu + sd * e)
-                    .collect();
-                let theta = Tensor::from_vec(theta, d, device)?.to_dtype(dtype)?;
+                let draw = q.draw();
+                let theta = Tensor::from_slice(&draw.theta, d, device)?.to_dtype(dtype)?;
                 let cache = network.forward_cached(&theta, xb)?;
                 let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
-                let g = bdl_tensor::to_f64_vec(&network.backward(&theta, &cache, &r)?)?;
+                // The network's products are sums over the minibatch: the means are / M.
+                let mean = |sum: Tensor| -> Result<Vec<f64>> {
+                    Ok(bdl_tensor::to_f64_vec(&sum)?
+                        .iter()
+                        .map(|v| v / m)
+                        .collect())
+                };
+                let g = mean(network.backward(&theta, &cache, &r)?)?;
                 let h = match curvature {
-                    Curvature::None => Vec::new(),
-                    Curvature::SumSqGrads => {
-                        bdl_tensor::to_f64_vec(&network.sum_sq_grads(&theta, &cache, &r)?)?
-                    }
+                    Curvature::None => None,
+                    Curvature::SumSqGrads => Some(mean(network.sum_sq_grads(&theta, &cache, &r)?)?),
                     Curvature::GgnDiagonal => {
                         let factor = likelihood.hess_factor(&cache.output)?;
-                        bdl_tensor::to_f64_vec(&network.ggn_diagonal(&theta, &cache, &factor)?)?
+                        Some(mean(network.ggn_diagonal(&theta, &cache, &factor)?)?)
                     }
                 };
-                // g is a sum over the minibatch: the mean is g / M, averaged over samples (one
-                // pass over zipped slices, which the compiler vectorises).
-                let samples = config.mc_samples as f64;
-                let sums = stats
-                    .g
-                    .iter_mut()
-                    .zip(&mut stats.g_sq)
-                    .zip(&mut stats.g_eps);
-                for (((mean, sq), with_eps), (&g, &e)) in sums.zip(g.iter().zip(&eps)) {
-                    let gi = g / m;
-                    *mean += gi / samples;
-                    *sq += gi * gi / samples;
-                    *with_eps += gi * e / samples;
-                }
-                for (acc, v) in stats.h.iter_mut().zip(&h) {
-                    *acc += v / scale;
-                }
+                q.observe(&draw, &g, h.as_deref())?;
             }
-            step += 1;
-            let lr_scale = config
-                .lr_decay
-                .map_or(1.0, |k| 1.0 / (1.0 + (step as f64).powf(k)));
-            Ok(match state.update(&stats, lr_scale) {
+            Ok(match q.step() {
                 Ok(()) => ControlFlow::Continue(()),
                 Err(e) => {
                     diverged = Some(e);
@@ -275,22 +221,22 @@ pub fn fit_monitored(
         if let Some(e) = diverged {
             return Err(e);
         }
-        let mu = Tensor::from_vec(state.mu.clone(), d, device)?.to_dtype(dtype)?;
+        let mu = Tensor::from_slice(q.mean(), d, device)?.to_dtype(dtype)?;
         let ll = bdl_tensor::to_f64_vec(&likelihood.log_lik(&network.forward(&mu, x)?, y)?)?;
         let epoch_nll = -ll.iter().sum::<f64>() / n as f64;
         if !epoch_nll.is_finite() {
             // Finite parameters can still overflow the network's dtype (f32 outputs).
             return Err(Error::Diverged {
                 method: config.method.name(),
-                step,
+                step: q.steps(),
                 what: "training negative log-likelihood at the mean (in the network's dtype)",
             });
         }
         nll.push(epoch_nll);
-        on_epoch(epoch, &posterior(&state)?);
+        on_epoch(epoch, &posterior(&q)?);
     }
     Ok(VariationalFit {
-        posterior: posterior(&state)?,
+        posterior: posterior(&q)?,
         nll,
     })
 }
