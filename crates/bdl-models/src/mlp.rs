@@ -304,6 +304,38 @@ impl Mlp {
     }
 }
 
+impl Mlp {
+    /// ∂ℓ_n/∂x_n for every example, shape `[N, inputs]`, when `grad_f` holds the output
+    /// gradients r_n = ∂ℓ_n/∂f_n: the backward pass carried one step past the first layer,
+    /// δ_1 W_1 (a critic's ∂Q/∂a in DDPG, with the action among the inputs). Dropout masks of
+    /// the cache are followed, as in [`Model::backward`].
+    ///
+    /// ```
+    /// use bdl_models::{Activation, Mlp, MlpSpec, Model};
+    /// use candle_core::{Device, Tensor};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // f(x) = 2x₁ − x₂ + 0.5: the input gradient of ℓ = f is (2, −1) at every x.
+    /// let mlp = Mlp::new(MlpSpec::new(&[2, 1], Activation::Identity))?;
+    /// let theta = Tensor::new(&[2.0f64, -1.0, 0.5], &Device::Cpu)?;
+    /// let x = Tensor::new(&[[0.3f64, 4.0], [-1.0, 2.0]], &Device::Cpu)?;
+    /// let cache = mlp.forward_cached(&theta, &x)?;
+    /// let r = Tensor::ones((2, 1), candle_core::DType::F64, &Device::Cpu)?;
+    /// let dx = mlp.input_gradient(&theta, &cache, &r)?.to_vec2::<f64>()?;
+    /// assert_eq!(dx, [[2.0, -1.0], [2.0, -1.0]]);
+    /// # Ok(()) }
+    /// ```
+    pub fn input_gradient(
+        &self,
+        params: &Tensor,
+        cache: &Cache,
+        grad_f: &Tensor,
+    ) -> Result<Tensor> {
+        let factors = self.factors(params, cache, grad_f)?;
+        let first = &self.layout.split(params)?[self.layout.layers()[0].weight];
+        Ok(factors[0].delta.matmul(first)?)
+    }
+}
+
 impl Model for Mlp {
     fn layout(&self) -> &ParamLayout {
         &self.layout
