@@ -29,6 +29,7 @@ mod laplace_uci;
 mod shift_mnist;
 mod vadam_convergence;
 mod vadam_logreg;
+mod vadam_rl;
 mod vadam_uci;
 
 use std::path::{Path, PathBuf};
@@ -192,6 +193,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &shift_mnist::EXPERIMENT,
         &vadam_convergence::EXPERIMENT,
         &vadam_logreg::EXPERIMENT,
+        &vadam_rl::EXPERIMENT,
         &vadam_uci::EXPERIMENT,
     ]
 }

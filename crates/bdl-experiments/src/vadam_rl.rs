@@ -1,0 +1,443 @@
+//! `vadam-rl`: exploration by weight perturbation in deep reinforcement learning (Khan et al.
+//! 2018, §6.4).
+//!
+//! The paper trains DDPG on MuJoCo's Half-Cheetah with the actor learned by Vadam or VadaGrad,
+//! whose weight samples explore, against the same agent learned by plain gradient steps with
+//! no exploration noise ("SGD-Plain") and with noise on the actions ("SGD-Explore"). MuJoCo is
+//! not available offline; the environment here is the classic pendulum swing-up with its
+//! standard dynamics ([`pendulum`]), a continuous-control task small enough for several seeds
+//! on a laptop. The agent is [`ddpg`]'s, the same for every exploration rule but the actor's
+//! learner:
+//!
+//! - no noise: Adam on the actor, the mean actor acts;
+//! - action noise: Adam on the actor, Gaussian noise (σ = 0.1 of the largest torque) on every
+//!   action;
+//! - Vadam, VadaGrad: the variational method on the actor (its gradient at θ = μ + σ∘ε), each
+//!   episode acted by one weight sample of q.
+//!
+//! Each run records the return of every training episode (the behaviour policy's) and, every
+//! few episodes, the mean actor's average return from fixed start states (the same for every
+//! method and seed). Seeds are independent units (resumable, shardable).
+
+mod ddpg;
+mod pendulum;
+
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+use bdl_eval::metrics::MeanSe;
+use bdl_eval::plot::{Figure, PALETTE, Panel};
+use bdl_eval::table::Table;
+use bdl_tensor::Seed;
+use bdl_variational::{Method, VariationalConfig};
+use candle_core::{Device, Tensor};
+use serde::{Deserialize, Serialize};
+
+use self::ddpg::{Agent, DdpgConfig, Exploration};
+use self::pendulum::{EPISODE, OBSERVATION, Pendulum};
+use crate::claim::{Claim, Verdict};
+use crate::concurrency::side_by_side;
+use crate::units::Units;
+use crate::{Context, Entry, Outcome, Profile};
+
+/// The experiment.
+pub(crate) const EXPERIMENT: Entry = Entry {
+    name: "vadam-rl",
+    reproduces: "Khan et al. (2018) §6.4: DDPG exploring by Vadam's and VadaGrad's weight \
+     perturbation against action noise and no noise (pendulum swing-up for Half-Cheetah)",
+    run,
+    shards: true,
+};
+
+/// The settings of a profile.
+#[derive(Debug, Serialize)]
+struct Settings {
+    episodes: usize,
+    seeds: usize,
+    /// The mean actor is evaluated after every this many episodes (and before the first).
+    eval_every: usize,
+    /// Start states of each evaluation.
+    eval_starts: usize,
+    ddpg: DdpgConfig,
+    explorations: Vec<Exploration>,
+}
+
+impl Settings {
+    fn of(profile: Profile) -> Self {
+        let (episodes, seeds, hidden, eval_starts) = match profile {
+            Profile::Smoke => (2, 1, 8, 2),
+            Profile::Quick => (60, 3, 64, 5),
+            Profile::Paper => (150, 5, 64, 10),
+        };
+        let variational = |method: Method, init_precision: f64| VariationalConfig {
+            init_precision: Some(init_precision),
+            ..VariationalConfig::new(method, PRIOR_PRECISION, 1, 1)
+        };
+        Self {
+            episodes,
+            seeds,
+            eval_every: 5.min(episodes),
+            eval_starts,
+            ddpg: DdpgConfig {
+                hidden,
+                discount: 0.99,
+                target_rate: 0.005,
+                batch_size: 64,
+                capacity: 100_000,
+                actor_lr: 1e-3,
+                critic_lr: 1e-3,
+            },
+            explorations: vec![
+                Exploration::None,
+                Exploration::Action { sigma: 0.1 },
+                Exploration::Parameter {
+                    config: variational(Method::vadam(1e-3), INIT_PRECISION),
+                    examples: VADAM_EXAMPLES,
+                },
+                Exploration::Parameter {
+                    config: variational(
+                        Method::VadaGrad {
+                            learning_rate: VADAGRAD_LR,
+                            beta2: 0.999,
+                        },
+                        INIT_PRECISION,
+                    ),
+                    examples: VADAM_EXAMPLES,
+                },
+            ],
+        }
+    }
+}
+
+/// λ of the actor's prior N(0, λ⁻¹ I): a standard deviation of 0.1, the scale of the initial
+/// weights (fan-in 64), and the largest σ Vadam can reach.
+const PRIOR_PRECISION: f64 = 100.0;
+/// The initial precision 1/σ₁² of the actor's weights: σ₁ = 0.05.
+const INIT_PRECISION: f64 = 400.0;
+/// N of Vadam's σ² = 1/(N s + λ). A pilot run (20 episodes, before any comparison) put the
+/// actor's squared minibatch gradients at about 4·10⁻⁴ per weight; N = 10⁶ then keeps σ near
+/// σ₁ where the gradients are of that size (N = 10³ let σ grow to the prior's within 20
+/// episodes).
+const VADAM_EXAMPLES: usize = 1_000_000;
+/// VadaGrad's α: its step α ĝ/√s is about Adam's 10⁻³ at the pilot's |ĝ| ≈ 0.02 and s₁ = 400
+/// (its s then barely grows, so σ stays near σ₁ and the step near α ĝ/20).
+const VADAGRAD_LR: f64 = 1.0;
+
+/// One run: an exploration rule and a seed.
+#[derive(Debug, Serialize, Deserialize)]
+struct Run {
+    method: String,
+    seed: usize,
+    /// The return of every training episode (the behaviour policy's).
+    train_returns: Vec<f64>,
+    /// The mean actor's average return from the fixed start states, after 0, e, 2e, …
+    /// episodes (e = `eval_every`).
+    eval_returns: Vec<f64>,
+    /// The mean σ of the actor's weights after each episode (0 for Adam).
+    mean_sigma: Vec<f64>,
+    /// Wall time of the run in seconds (one thread).
+    seconds: f64,
+}
+
+/// Runs the experiment.
+fn run(ctx: &Context) -> Result<Outcome> {
+    let settings = Settings::of(ctx.profile);
+    let units = Units::new(ctx, &settings)?;
+    let all: Vec<(usize, usize)> = (0..settings.seeds)
+        .flat_map(|seed| (0..settings.explorations.len()).map(move |m| (m, seed)))
+        .collect();
+    let total = all.len();
+    let key =
+        |&(m, seed): &(usize, usize)| format!("seed-{seed}-{}", slug(&settings.explorations[m]));
+    let jobs = units.share(all);
+    let bar = ctx.bar(jobs.len() as u64, "DDPG runs");
+    let runs = side_by_side(&jobs, |job| {
+        let run = units.get_or_run(&key(job), || {
+            train(&settings, &settings.explorations[job.0], job.1)
+                .with_context(|| format!("{} seed {}", settings.explorations[job.0].name(), job.1))
+        })?;
+        bar.inc(1);
+        Ok(run)
+    })?;
+    bar.finish_and_clear();
+    if let Some(shard) = units.shard_outcome(jobs.iter().map(key).collect(), total) {
+        return Ok(shard);
+    }
+    Ok(Outcome::new(
+        "vadam-rl: DDPG on the pendulum, exploring by weight perturbation, action noise or not at all",
+        &settings,
+        &runs,
+    )?
+    .body(body(&runs, &settings))
+    .claims(claims(&runs, &settings))
+    .figure("vadam-rl.svg", figure(&runs, &settings).to_svg()))
+}
+
+/// A file-name form of an exploration's name.
+fn slug(e: &Exploration) -> String {
+    match e {
+        Exploration::None => "none".into(),
+        Exploration::Action { .. } => "action".into(),
+        Exploration::Parameter { config, .. } => config.method.name().to_lowercase(),
+    }
+}
+
+/// One DDPG run of `settings.episodes` episodes with `exploration`.
+fn train(settings: &Settings, exploration: &Exploration, seed: usize) -> Result<Run> {
+    let start = Instant::now();
+    let seed_of_run = Seed(seed as u64).fork("vadam-rl");
+    // The same initial networks and start states for every exploration rule of a seed.
+    let mut agent = Agent::new(settings.ddpg.clone(), exploration.clone(), seed_of_run)?;
+    let mut starts = seed_of_run.fork("episodes").rng();
+    let (mut train_returns, mut eval_returns, mut mean_sigma) = (vec![], vec![], vec![]);
+    eval_returns.push(evaluate(&agent, settings)?);
+    for episode in 0..settings.episodes {
+        let mut env = Pendulum::reset(&mut starts);
+        agent.begin_episode()?;
+        let mut ret = 0.0;
+        for _ in 0..EPISODE {
+            let obs = env.observation();
+            let u = agent.behave(obs)?;
+            let r = env.step(u);
+            agent.observe(obs, u, r, env.observation())?;
+            ret += r;
+        }
+        train_returns.push(ret);
+        mean_sigma.push(agent.mean_sigma());
+        if (episode + 1) % settings.eval_every == 0 {
+            eval_returns.push(evaluate(&agent, settings)?);
+        }
+    }
+    Ok(Run {
+        method: exploration.name(),
+        seed,
+        train_returns,
+        eval_returns,
+        mean_sigma,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// The mean actor's return averaged over `eval_starts` fixed start states (the same for every
+/// run), all episodes stepped together.
+fn evaluate(agent: &Agent, settings: &Settings) -> Result<f64> {
+    let mut rng = Seed(0).fork("vadam-rl-evaluation").rng();
+    let mut envs: Vec<Pendulum> = (0..settings.eval_starts)
+        .map(|_| Pendulum::reset(&mut rng))
+        .collect();
+    let theta = Tensor::from_slice(agent.mean_actor(), agent.mean_actor().len(), &Device::Cpu)?;
+    let mut total = 0.0;
+    for _ in 0..EPISODE {
+        let obs: Vec<f64> = envs.iter().flat_map(Pendulum::observation).collect();
+        let obs = Tensor::from_vec(obs, (envs.len(), OBSERVATION), &Device::Cpu)?;
+        for (env, u) in envs.iter_mut().zip(agent.act(&theta, &obs)?) {
+            total += env.step(u);
+        }
+    }
+    Ok(total / envs.len() as f64)
+}
+
+/// The runs of exploration `name`.
+fn runs_of<'a>(runs: &'a [Run], name: &str) -> Vec<&'a Run> {
+    runs.iter().filter(|r| r.method == name).collect()
+}
+
+/// Mean ± standard error over seeds of each run's `value`.
+fn over_seeds(runs: &[&Run], value: impl Fn(&Run) -> f64) -> MeanSe {
+    MeanSe::of(&runs.iter().map(|r| value(r)).collect::<Vec<_>>())
+}
+
+fn mean(v: &[f64]) -> f64 {
+    v.iter().sum::<f64>() / v.len() as f64
+}
+
+/// The mean actor's evaluation returns of the first half of training (the evaluations after
+/// episodes 1 … episodes/2, the one before training excluded): how early a rule learns.
+fn early(run: &Run) -> f64 {
+    let half = (run.eval_returns.len() - 1).div_ceil(2).max(1);
+    mean(&run.eval_returns[1..=half.min(run.eval_returns.len() - 1)])
+}
+
+/// The last evaluation's return.
+fn last(run: &Run) -> f64 {
+    *run.eval_returns.last().expect("evaluated before training")
+}
+
+fn body(runs: &[Run], settings: &Settings) -> String {
+    let mut t = Table::new([
+        "exploration",
+        "mean-actor return, first half",
+        "mean-actor return, last",
+        "training-episode return, last 10",
+        "seconds per run",
+    ]);
+    for e in &settings.explorations {
+        let of = runs_of(runs, &e.name());
+        t.row([
+            e.name(),
+            format!("{:.1}", over_seeds(&of, early)),
+            format!("{:.1}", over_seeds(&of, last)),
+            format!(
+                "{:.1}",
+                over_seeds(&of, |r| mean(
+                    &r.train_returns[r.train_returns.len().saturating_sub(10)..]
+                ))
+            ),
+            format!("{:.0}", over_seeds(&of, |r| r.seconds)),
+        ]);
+    }
+    let d = &settings.ddpg;
+    format!(
+        "Pendulum swing-up (200 steps per episode; the best return is near −150), {} episodes, \
+         {} seeds (mean ± standard error). DDPG: actor and critic MLPs with two hidden layers of \
+         {} ReLU units, γ = {}, τ = {}, minibatches of {}, replay capacity {}, Adam at {} (actor) \
+         and {} (critic); learning starts once the buffer holds a minibatch, collected by each \
+         rule's own behaviour policy. Vadam: α = 10⁻³, λ = {PRIOR_PRECISION}, N = \
+         {VADAM_EXAMPLES}; VadaGrad: α = {VADAGRAD_LR}, γ₂ = 0.999; both start at σ₁ = 0.05 \
+         (initial precision {INIT_PRECISION}) and act one weight sample per episode. The mean \
+         actor is evaluated every {} episodes from {} fixed start states.\n\n{}\n\
+         The paper's environment is MuJoCo's Half-Cheetah, which is not available offline; the \
+         pendulum is the stand-in, so the paper's numbers do not transfer, only the comparison.\n",
+        settings.episodes,
+        settings.seeds,
+        d.hidden,
+        d.discount,
+        d.target_rate,
+        d.batch_size,
+        d.capacity,
+        d.actor_lr,
+        d.critic_lr,
+        settings.eval_every,
+        settings.eval_starts,
+        t.to_markdown()
+    )
+}
+
+/// The paper's claim: weight perturbation from Vadam and from VadaGrad learns faster than no
+/// exploration, decided on the mean actor's return over the first half of training.
+fn claims(runs: &[Run], settings: &Settings) -> Vec<Claim> {
+    let early_of = |e: &Exploration| over_seeds(&runs_of(runs, &e.name()), early);
+    let plain = early_of(&settings.explorations[0]);
+    let noisy: Vec<(String, MeanSe)> = settings.explorations[2..]
+        .iter()
+        .map(|e| (e.name(), early_of(e)))
+        .collect();
+    let ours = noisy
+        .iter()
+        .map(|(name, v)| format!("{name} {v:.1}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![Claim::new(
+        "exploring by Vadam's and VadaGrad's weight perturbation learns faster than no noise",
+        format!("mean-actor return over the first half of training: {ours}; no noise {plain:.1}"),
+        Verdict::new(
+            noisy.iter().all(|(_, v)| v.mean > plain.mean),
+            "each weight-noise rule's mean (over seeds) of the mean-actor return averaged over \
+             the first half of training above no noise's",
+        ),
+    )]
+}
+
+fn figure(runs: &[Run], settings: &Settings) -> Figure {
+    let mut eval = Panel::new("mean actor: average return from fixed starts");
+    eval.labels("episode", "return");
+    let mut behaviour = Panel::new("training episodes: return of the behaviour policy");
+    behaviour.labels("episode", "return");
+    let mut sigma = Panel::new("weight noise: mean σ of the actor's weights");
+    sigma.labels("episode", "mean σ");
+    let eval_at: Vec<f64> = (0..=settings.episodes / settings.eval_every)
+        .map(|k| (k * settings.eval_every) as f64)
+        .collect();
+    let episodes: Vec<f64> = (1..=settings.episodes).map(|e| e as f64).collect();
+    for (e, color) in settings.explorations.iter().zip(PALETTE) {
+        let of = runs_of(runs, &e.name());
+        let curve = |series: fn(&Run) -> &[f64], len: usize| -> [Vec<f64>; 3] {
+            let stats: Vec<MeanSe> = (0..len)
+                .map(|i| over_seeds(&of, |r| series(r)[i]))
+                .collect();
+            [
+                stats.iter().map(|s| s.mean).collect(),
+                stats.iter().map(|s| s.mean - s.se).collect(),
+                stats.iter().map(|s| s.mean + s.se).collect(),
+            ]
+        };
+        let [m, lo, hi] = curve(|r| &r.eval_returns, eval_at.len());
+        eval.band(&eval_at, &lo, &hi, color)
+            .line(&eval_at, &m, color)
+            .legend(e.name(), color);
+        let [m, lo, hi] = curve(|r| &r.train_returns, episodes.len());
+        behaviour
+            .band(&episodes, &lo, &hi, color)
+            .line(&episodes, &m, color)
+            .legend(e.name(), color);
+        if let Exploration::Parameter { .. } = e {
+            let [m, ..] = curve(|r| &r.mean_sigma, episodes.len());
+            sigma.line(&episodes, &m, color).legend(e.name(), color);
+        }
+    }
+    Figure::new(3).panel(eval).panel(behaviour).panel(sigma)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(method: &str, eval: &[f64]) -> Run {
+        Run {
+            method: method.into(),
+            seed: 0,
+            train_returns: vec![-1000.0; 4],
+            eval_returns: eval.to_vec(),
+            mean_sigma: vec![0.0; 4],
+            seconds: 1.0,
+        }
+    }
+
+    /// The first half of the evaluations after training began decides; the one before
+    /// training and the later ones do not.
+    #[test]
+    fn the_claim_compares_the_first_half_of_training() {
+        let settings = Settings::of(Profile::Smoke);
+        let names: Vec<String> = settings
+            .explorations
+            .iter()
+            .map(Exploration::name)
+            .collect();
+        // Evaluations at 0, 1, 2, 3, 4 episodes: the first half is those after 1 and 2.
+        let rows = |vadam_early: f64| {
+            vec![
+                run(&names[0], &[-1500.0, -1200.0, -1100.0, -200.0, -150.0]),
+                run(&names[1], &[-1500.0, -1300.0, -1300.0, -900.0, -900.0]),
+                run(
+                    &names[2],
+                    &[-9000.0, vadam_early, vadam_early, -900.0, -900.0],
+                ),
+                run(&names[3], &[-1500.0, -700.0, -600.0, -900.0, -900.0]),
+            ]
+        };
+        assert!(claims(&rows(-800.0), &settings)[0].holds);
+        assert!(!claims(&rows(-1160.0), &settings)[0].holds);
+        assert_eq!(early(&rows(-800.0)[0]), -1150.0);
+    }
+
+    #[test]
+    fn a_smoke_run_learns_and_records_every_episode() {
+        let settings = Settings::of(Profile::Smoke);
+        for e in &settings.explorations {
+            let run = train(&settings, e, 0).unwrap();
+            assert_eq!(run.train_returns.len(), settings.episodes);
+            assert_eq!(
+                run.eval_returns.len(),
+                settings.episodes / settings.eval_every + 1
+            );
+            assert!(run.train_returns.iter().all(|r| r.is_finite() && *r <= 0.0));
+            let noisy = matches!(e, Exploration::Parameter { .. });
+            assert_eq!(
+                run.mean_sigma.iter().all(|&s| s > 0.0),
+                noisy,
+                "{}",
+                e.name()
+            );
+        }
+    }
+}
