@@ -10,7 +10,11 @@
 //! after the burn-in, the test accuracy of each chain's Bayesian marginal over its last
 //! iterations, wall time. Besides: layer blocks (LBG) against node blocks at the common variance
 //! 0.04, on both networks and on a wide (2, 50, 50, 1) network, whose 2550-parameter layer
-//! block is where a layer block's acceptance can collapse.
+//! block is where a layer block's acceptance can collapse; on the wide network also both
+//! blockings at 0.04 with the whole training set in every ratio (one chain each), since a
+//! block's acceptance follows its curvature, which grows with the data a ratio sees. Every row
+//! shows beside the observed rates the rates the curvature predicts
+//! ([`bdl_mcmc::random_walk_acceptance`]).
 //!
 //! Chains of one network share their seed across scenarios, so chain c starts from the same θ₀
 //! in every scenario. The wall time of every run (all its chains in parallel) is in its row of
@@ -31,11 +35,12 @@ use bdl_eval::table::Table;
 use bdl_inference::{Posterior, PredictOptions, Valid, Validate};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{
-    BatchMode, Blocking, Chain, ChainConfig, ChunkReport, GibbsConfig, Keep, Precision,
+    BatchMode, Blocking, Chain, ChainConfig, ChunkReport, GibbsConfig, Keep, Kernel, Precision,
     ProposalVariance,
 };
 use bdl_models::{Activation, Mlp, MlpSpec, Model};
 use bdl_tensor::Seed;
+use candle_core::DType;
 use indicatif::ProgressBar;
 use serde::Serialize;
 
@@ -88,6 +93,9 @@ struct Settings {
     /// Chains per blocking on the wide network.
     wide_chains: usize,
     iterations: u64,
+    /// Iterations of the wide network's exact runs (one chain each): node against layer blocks
+    /// at the same variance with the whole training set in every ratio.
+    wide_exact_iterations: u64,
     /// Acceptance rates count from this iteration (a multiple of `chunk_len`).
     burn_in: u64,
     /// The Bayesian marginal averages the draws of the last this many iterations...
@@ -110,6 +118,7 @@ impl Settings {
             chains: 10,
             wide_chains: 2,
             iterations: 2000,
+            wide_exact_iterations: 2000,
             burn_in: 500,
             predict_last: 500,
             thin: 5,
@@ -122,6 +131,7 @@ impl Settings {
                 chains: 2,
                 wide_chains: 2,
                 iterations: 50,
+                wide_exact_iterations: 50,
                 burn_in: 25,
                 predict_last: 25,
                 thin: 5,
@@ -135,6 +145,8 @@ impl Settings {
                 chains: 10,
                 wide_chains: 10,
                 iterations: 110_000,
+                // 20,000: the burn-in and the marginal's window, at about 12 ms per iteration.
+                wide_exact_iterations: 20_000,
                 burn_in: 10_000,
                 predict_last: 10_000,
                 thin: 10,
@@ -153,6 +165,7 @@ struct Run {
     variance: f64,
     batch: BatchMode,
     chains: usize,
+    iterations: u64,
 }
 
 /// The runs of a profile: scenarios (1), (2) and layer blocks on the paper's two networks, and
@@ -168,6 +181,7 @@ fn runs(settings: &Settings) -> Vec<Run> {
             variance: MINIBATCH_VARIANCE,
             batch: minibatch,
             chains: settings.chains,
+            iterations: settings.iterations,
         });
         runs.push(Run {
             network,
@@ -176,6 +190,7 @@ fn runs(settings: &Settings) -> Vec<Run> {
             variance: EXACT_VARIANCE,
             batch: BatchMode::Exact,
             chains: settings.chains,
+            iterations: settings.iterations,
         });
         runs.push(Run {
             network,
@@ -184,6 +199,7 @@ fn runs(settings: &Settings) -> Vec<Run> {
             variance: MINIBATCH_VARIANCE,
             batch: minibatch,
             chains: settings.chains,
+            iterations: settings.iterations,
         });
     }
     for (scenario, blocking) in [
@@ -197,6 +213,23 @@ fn runs(settings: &Settings) -> Vec<Run> {
             variance: MINIBATCH_VARIANCE,
             batch: minibatch,
             chains: settings.wide_chains,
+            iterations: settings.iterations,
+        });
+    }
+    // The same blockings with the whole training set in every ratio: a block's curvature, and
+    // so its acceptance, scales with the data its ratio sees.
+    for (scenario, blocking) in [
+        ("exact NBG, v = 0.04", Blocking::Node),
+        ("exact LBG, v = 0.04", Blocking::Layer),
+    ] {
+        runs.push(Run {
+            network: WIDE,
+            scenario,
+            blocking,
+            variance: MINIBATCH_VARIANCE,
+            batch: BatchMode::Exact,
+            chains: 1,
+            iterations: settings.wide_exact_iterations,
         });
     }
     runs
@@ -245,6 +278,11 @@ struct Row {
     test_accuracy: Vec<f64>,
     /// Means over the kept chains (`None` when no chain is kept).
     mean_layer_acceptance: Option<Vec<f64>>,
+    /// Per kept chain, the acceptance per layer its curvature predicts
+    /// ([`bdl_mcmc::random_walk_acceptance`] at the GGN of the data one ratio sees, averaged
+    /// over [`CURVATURE_DRAWS`] of the kept draws), and the mean over kept chains.
+    predicted_layer_acceptance: Vec<Vec<f64>>,
+    mean_predicted_layer_acceptance: Option<Vec<f64>>,
     mean_test_accuracy: Option<f64>,
     se_test_accuracy: Option<f64>,
     /// Examples scored per iteration (blocks × batch): the cost of a sweep.
@@ -339,6 +377,56 @@ pub(super) fn summarise(
     })
 }
 
+/// Kept draws of a chain at which [`predicted_layer_acceptance`] evaluates the curvature.
+const CURVATURE_DRAWS: usize = 10;
+
+/// The acceptance per layer that the target's curvature predicts for `kernel`'s blocks
+/// ([`Kernel::predicted_acceptance`]: 2Φ(−½√(v · tr H_b)) with H_b the prior's 1/s² plus the
+/// GGN diagonal of the log-likelihood over the fraction `seen` of the training set that one
+/// ratio sums over), averaged over the blocks of each layer and over [`CURVATURE_DRAWS`] of the
+/// chain's kept draws, evenly spaced.
+fn predicted_layer_acceptance(
+    chain: &Chain,
+    keep: &Keep,
+    mlp: &Mlp,
+    kernel: &Kernel,
+    train: &Dataset,
+    seen: f64,
+) -> Result<Vec<f64>> {
+    let draws = chain.draws(keep)?.params.to_dtype(DType::F64)?;
+    let n = draws.dims()[0];
+    let x = train.x().to_dtype(DType::F64)?;
+    let picks: Vec<usize> = (0..CURVATURE_DRAWS.min(n))
+        .map(|k| (k * n) / CURVATURE_DRAWS.min(n))
+        .collect();
+    let layers = kernel
+        .blocks()
+        .iter()
+        .map(|b| b.layer)
+        .max()
+        .map_or(0, |l| l + 1);
+    let mut sums = vec![0.0; layers];
+    let mut counts = vec![0usize; layers];
+    for &i in &picks {
+        let theta = draws.get(i)?;
+        let ggn = bdl_laplace::ggn_diagonal(mlp, &theta, &Likelihood::Bernoulli, &x, 1000)?;
+        let curvature: Vec<f64> = ggn.iter().map(|h| h * seen).collect();
+        for (block, rate) in kernel
+            .blocks()
+            .iter()
+            .zip(kernel.predicted_acceptance(&curvature))
+        {
+            sums[block.layer] += rate;
+            counts[block.layer] += 1;
+        }
+    }
+    Ok(sums
+        .iter()
+        .zip(&counts)
+        .map(|(s, &c)| s / c.max(1) as f64)
+        .collect())
+}
+
 /// Test accuracy of the posterior's predictive (for a chain window, the Bayesian marginal
 /// (1/S) Σ_s p(y | x, θ_s) over its draws).
 pub(super) fn accuracy(posterior: &impl Posterior, test: &Dataset) -> Result<f64> {
@@ -365,7 +453,10 @@ fn run(ctx: &Context) -> Result<Outcome> {
         thin: settings.thin,
         last: Some(settings.predict_last),
     };
-    let total = runs.iter().map(|r| r.chains as u64).sum::<u64>() * settings.iterations;
+    let total = runs
+        .iter()
+        .map(|r| r.chains as u64 * r.iterations)
+        .sum::<u64>();
     let bar = ctx.bar(total, "iterations");
     let mut rows = Vec::new();
     for run in &runs {
@@ -377,7 +468,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             run.batch,
         );
         let config = ChainConfig {
-            iterations: settings.iterations,
+            iterations: run.iterations,
             chunk_len: settings.chunk_len,
             record_every: settings.thin,
             precision: Precision::F32,
@@ -398,16 +489,26 @@ fn run(ctx: &Context) -> Result<Outcome> {
         bar.suspend(|| {
             ctx.log(format!(
                 "{label}: {} chain(s) × {} iterations in {:.1} s",
-                run.chains, settings.iterations, timing.wall_s
+                run.chains, run.iterations, timing.wall_s
             ))
         });
-        let summaries = (0..run.chains)
+        let kernel = config.gibbs.kernel(mlp.layout())?;
+        let seen = match run.batch {
+            BatchMode::Exact => 1.0,
+            BatchMode::Minibatch(b) => b.min(train.len()) as f64 / train.len() as f64,
+        };
+        let (summaries, predicted): (Vec<_>, Vec<_>) = (0..run.chains)
             .map(|c| {
                 let chain = Chain::open(&bdl_mcmc::chain_dir(&dir, c))?;
-                summarise(&chain, settings.burn_in, &keep, &test)
+                Ok((
+                    summarise(&chain, settings.burn_in, &keep, &test)?,
+                    predicted_layer_acceptance(&chain, &keep, &mlp, &kernel, &train, seen)?,
+                ))
             })
-            .collect::<Result<Vec<_>>>()?;
-        let n_blocks = config.gibbs.kernel(mlp.layout())?.blocks().len();
+            .collect::<Result<Vec<_>>>()?
+            .into_iter()
+            .unzip();
+        let n_blocks = kernel.blocks().len();
         let row = |scenario: &str, filter: Option<f64>| {
             let kept: Vec<usize> = (0..run.chains)
                 .filter(|&c| filter.is_none_or(|f| summaries[c].min_block_acceptance >= f))
@@ -419,6 +520,8 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 .iter()
                 .map(|&c| summaries[c].layer_acceptance.clone())
                 .collect();
+            let predicted_layer_acceptance: Vec<Vec<f64>> =
+                kept.iter().map(|&c| predicted[c].clone()).collect();
             let test_accuracy = pick(&|s| s.accuracy);
             let accuracy = (!kept.is_empty()).then(|| MeanSe::of(&test_accuracy));
             Row {
@@ -434,6 +537,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 chains_run: run.chains,
                 mean_layer_acceptance: (!kept.is_empty()).then(|| column_means(&layer_acceptance)),
                 layer_acceptance,
+                mean_predicted_layer_acceptance: (!kept.is_empty())
+                    .then(|| column_means(&predicted_layer_acceptance)),
+                predicted_layer_acceptance,
                 min_block_acceptance: pick(&|s| s.min_block_acceptance),
                 test_accuracy,
                 mean_test_accuracy: accuracy.map(|a| a.mean),
@@ -498,6 +604,7 @@ fn wall(row: &Row) -> f64 {
 fn claims(rows: &[Row]) -> Vec<Claim> {
     vec![
         blocking_claim(rows),
+        exact_blocking_claim(rows),
         depth_claim(rows),
         minibatch_claim(rows),
     ]
@@ -505,20 +612,46 @@ fn claims(rows: &[Row]) -> Vec<Claim> {
 
 /// Node against layer blocks at the common variance: on the wide network, layer blocks collapse
 /// and node blocks do not.
-fn blocking_claim(rows: &[Row]) -> Claim {
-    let (wide_nbg, wide_lbg) = (
-        find(rows, WIDE, "minibatch NBG"),
-        find(rows, WIDE, "minibatch LBG"),
-    );
-    let lbg_low = wide_lbg
-        .mean_layer_acceptance
-        .as_ref()
-        .map_or(f64::NAN, |a| a.iter().copied().fold(1.0, f64::min));
+/// LBG's lowest layer acceptance (mean over chains) and NBG's lowest block acceptance over
+/// all chains, on the wide network, for the runs whose scenarios start with `nbg` and `lbg`.
+fn wide_lows(rows: &[Row], nbg: &str, lbg: &str) -> (f64, f64, String) {
+    let (wide_nbg, wide_lbg) = (find(rows, WIDE, nbg), find(rows, WIDE, lbg));
+    let lbg_layers = wide_lbg.mean_layer_acceptance.as_deref().unwrap_or(&[]);
+    let lbg_low = if lbg_layers.is_empty() {
+        f64::NAN
+    } else {
+        lbg_layers.iter().copied().fold(1.0, f64::min)
+    };
     let nbg_low = wide_nbg
         .min_block_acceptance
         .iter()
         .copied()
         .fold(1.0, f64::min);
+    let ours = format!(
+        "2-50-50-1: LBG per layer {} (lowest {lbg_low:.4}); NBG's lowest block over all chains \
+         {nbg_low:.3}",
+        list(lbg_layers, 4)
+    );
+    (lbg_low, nbg_low, ours)
+}
+
+/// The collapse criterion: LBG's lowest layer below [`COLLAPSED`], NBG's lowest block at
+/// least the weaker filter.
+fn collapse_verdict(lbg_low: f64, nbg_low: f64, data: &str) -> Verdict {
+    let non_vanishing = FILTERS[1].1;
+    Verdict::new(
+        lbg_low < COLLAPSED && nbg_low >= non_vanishing,
+        format!(
+            "on {} ({data}), LBG's lowest layer acceptance (mean over chains) is below \
+             {COLLAPSED} and NBG's lowest block acceptance over all chains is at least \
+             {non_vanishing}",
+            name(WIDE)
+        ),
+    )
+}
+
+fn blocking_claim(rows: &[Row]) -> Claim {
+    let (lbg_low, nbg_low, wide) = wide_lows(rows, "minibatch NBG", "minibatch LBG");
     let small = |network: &[usize]| {
         let (n, l) = (
             find(rows, network, "(1)"),
@@ -531,33 +664,30 @@ fn blocking_claim(rows: &[Row]) -> Claim {
             list(l.mean_layer_acceptance.as_deref().unwrap_or(&[]), 2)
         )
     };
-    let non_vanishing = FILTERS[1].1;
     Claim::new(
         format!(
             "node blocking keeps acceptance non-zero where layer blocking collapses (variance \
              {MINIBATCH_VARIANCE}, batch {BATCH})"
         ),
-        format!(
-            "2-50-50-1: LBG per layer {} (lowest {lbg_low:.4}); NBG's lowest block over all \
-             chains {nbg_low:.3}. Per layer, {}; {}",
-            list(wide_lbg.mean_layer_acceptance.as_deref().unwrap_or(&[]), 4),
-            small(SHALLOW),
-            small(DEEP)
-        ),
-        Verdict::new(
-            lbg_low < COLLAPSED && nbg_low >= non_vanishing,
-            format!(
-                "on {}, LBG's lowest layer acceptance (mean over chains) is below {COLLAPSED} \
-                 and NBG's lowest block acceptance over all chains is at least {non_vanishing}",
-                name(WIDE)
-            ),
-        ),
+        format!("{wide}. Per layer, {}; {}", small(SHALLOW), small(DEEP)),
+        collapse_verdict(lbg_low, nbg_low, &format!("batch {BATCH}")),
     )
 }
 
-/// Whether a network's scenario-(1) acceptance falls with depth: the last layer's mean below the
-/// first's and no layer's mean above the previous layer's by more than two standard errors
-/// (over chains) of the difference; with the means ± standard errors shown.
+/// The same claim with the whole training set in every ratio: 50 times the data of a
+/// minibatch, so about 50 times the likelihood's curvature per block.
+fn exact_blocking_claim(rows: &[Row]) -> Claim {
+    let (lbg_low, nbg_low, wide) = wide_lows(rows, "exact NBG, v", "exact LBG, v");
+    Claim::new(
+        format!(
+            "node blocking keeps acceptance non-zero where layer blocking collapses (variance \
+             {MINIBATCH_VARIANCE}, the whole training set per ratio)"
+        ),
+        wide,
+        collapse_verdict(lbg_low, nbg_low, "exact"),
+    )
+}
+
 fn falls_with_depth(rows: &[Row], network: &[usize]) -> (bool, String) {
     let r = find(rows, network, "(1)");
     let mean = r.mean_layer_acceptance.clone().unwrap_or_default();
@@ -638,6 +768,7 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
         "scenario",
         "chains kept",
         "acceptance per layer (mean over chains)",
+        "predicted from the curvature",
         "lowest block acceptance (range over chains)",
         "test accuracy (mean ± se over chains)",
         "wall time, all chains (s)",
@@ -661,6 +792,9 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
             r.mean_layer_acceptance
                 .as_ref()
                 .map_or_else(|| "–".to_owned(), |a| list(a, 3)),
+            r.mean_predicted_layer_acceptance
+                .as_ref()
+                .map_or_else(|| "–".to_owned(), |a| list(a, 2)),
             range,
             match (r.mean_test_accuracy, r.se_test_accuracy) {
                 (Some(m), Some(se)) => format!("{m:.3} ± {se:.3}"),
@@ -675,13 +809,19 @@ fn table(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> St
          over all blocks each); acceptance from iteration {} on; test accuracy of each chain's \
          Bayesian marginal over its last {} iterations (every {}th draw). Scenarios (3) and (4) \
          are the chains of (2) whose every block accepts at least {} / {}. Wall times: all \
-         chains of a run in parallel on this machine's cores.\n\n{}",
+         chains of a run in parallel on this machine's cores. The wide network's exact runs: \
+         one chain of {} iterations each. Predicted from the curvature: \
+         2Φ(−½√(v · tr H_b)) per block, H_b the prior's 1/s² plus the GGN diagonal of the \
+         log-likelihood over the data one ratio sees (B/N of the training set's), averaged over \
+         each layer's blocks and {CURVATURE_DRAWS} kept draws per chain: the rate of a random walk \
+         on a locally Gaussian target.\n\n{}",
         settings.iterations,
         settings.burn_in,
         settings.predict_last,
         settings.thin,
         FILTERS[0].1,
         FILTERS[1].1,
+        settings.wide_exact_iterations,
         t.to_markdown(),
     )
 }
@@ -771,6 +911,8 @@ mod tests {
             chains_run: layers.len(),
             chains_kept: (0..layers.len()).collect(),
             mean_layer_acceptance: Some(column_means(&layer_acceptance)),
+            mean_predicted_layer_acceptance: None,
+            predicted_layer_acceptance: Vec::new(),
             layer_acceptance,
             min_block_acceptance: min_block.to_vec(),
             test_accuracy: accuracy.to_vec(),
@@ -855,6 +997,23 @@ mod tests {
                 &[0.5, 0.5],
                 1.0,
             ),
+            // The exact runs: LBG always collapsed here, NBG's lowest block at the filter.
+            row(
+                WIDE,
+                "exact NBG, v = 0.04",
+                &[&[0.7, 0.6, 0.2]],
+                &[0.05],
+                &[1.0],
+                1.0,
+            ),
+            row(
+                WIDE,
+                "exact LBG, v = 0.04",
+                &[&[0.003, 0.001, 0.1]],
+                &[0.001],
+                &[1.0],
+                1.0,
+            ),
         ]
     }
 
@@ -864,8 +1023,13 @@ mod tests {
 
     #[test]
     fn claims_follow_the_rows() {
-        assert_eq!(holds(&rows(0.2, false, 0.001)), [true, false, true]);
-        assert_eq!(holds(&rows(0.0, true, 0.02)), [false, true, false]);
+        assert_eq!(holds(&rows(0.2, false, 0.001)), [true, true, false, true]);
+        assert_eq!(holds(&rows(0.0, true, 0.02)), [false, true, true, false]);
+        // The exact claim reads only the exact rows: NBG's lowest block below the filter fails it.
+        let mut r = rows(0.0, true, 0.02);
+        let exact_nbg = r.len() - 2;
+        r[exact_nbg].min_block_acceptance = vec![0.04];
+        assert!(!holds(&r)[1]);
     }
 
     #[test]

@@ -269,6 +269,25 @@ impl Kernel {
         &self.blocks
     }
 
+    /// Each block's acceptance rate as the target's curvature predicts it
+    /// ([`random_walk_acceptance`](crate::random_walk_acceptance)): `curvature` is the diagonal
+    /// of the log-likelihood's negative Hessian (a GGN diagonal, say) over the data one ratio
+    /// sees, per parameter; the prior adds 1/s² to each.
+    ///
+    /// # Panics
+    /// If a block holds an index beyond `curvature` (a programming error).
+    pub fn predicted_acceptance(&self, curvature: &[f64]) -> Vec<f64> {
+        let prior = self.prior_variance.recip();
+        self.blocks
+            .iter()
+            .zip(&self.sds)
+            .map(|(block, sd)| {
+                let trace: f64 = block.indices.iter().map(|&i| curvature[i] + prior).sum();
+                crate::random_walk_acceptance(sd * sd, trace)
+            })
+            .collect()
+    }
+
     /// The same kernel with other proposal variances (one per block).
     pub(crate) fn with_variances(&self, variances: Vec<f64>) -> Result<Self> {
         Self::new(

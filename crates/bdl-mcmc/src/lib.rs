@@ -32,6 +32,7 @@
 mod blocks;
 mod chain;
 mod config;
+mod curvature;
 mod error;
 mod ess;
 mod incremental;
@@ -44,6 +45,7 @@ mod window;
 pub use blocks::{Block, Blocking};
 pub use chain::{Chain, ChainReport, ChunkReport, Draws, Keep, chain_dir, run_chain, run_chains};
 pub use config::{BatchMode, ChainConfig, GibbsConfig, Precision, ProposalVariance};
+pub use curvature::random_walk_acceptance;
 pub use error::{Error, Result};
 pub use ess::{LayerEss, effective_sample_size, ess_by_layer};
 pub use kernel::{Acceptance, BlockTarget, DensityTarget, Kernel, OnReject, State};
