@@ -48,10 +48,12 @@ fn for_each_batch(
 /// H_S = Σ_n J_S(x_n)ᵀ Λ_n J_S(x_n) for the parameter columns `subset`, over the rows of `x` in
 /// minibatches of `batch_size`; an |S| × |S| symmetric positive semi-definite matrix in f64.
 ///
-/// The rows of M are gathered over minibatches into chunks of about 64 MB and each
-/// chunk is one symmetric rank-k update on every thread of the current pool: a rank-250 update
-/// per minibatch leaves most of the machine idle. The chunks depend on the data and s only, so
-/// the sums, and the result, are the same bits on any number of threads.
+/// The rows of M are gathered over minibatches into chunks of about 64 MB (one row-major f64
+/// tensor, concatenated by memory copies) and each chunk is one symmetric rank-k update on every
+/// thread of the current pool, read in place through a row-major view: a rank-250 update per
+/// minibatch leaves most of the machine idle, and a column-major copy of M costs as much as its
+/// Jacobian. The chunks depend on the data and s only, so the sums, and the result, are the same
+/// bits on any number of threads.
 pub fn ggn(
     model: &impl Model,
     theta: &Tensor,
@@ -63,40 +65,55 @@ pub fn ggn(
     let s = subset.len();
     let mut h = Mat::<f64>::zeros(s, s);
     let chunk_rows = (CHUNK_BYTES / (8 * s.max(1))).max(1);
-    let mut pending: Vec<Mat<f64>> = Vec::new();
-    let flush = |pending: &mut Vec<Mat<f64>>, h: &mut Mat<f64>| {
+    let mut pending: Vec<Tensor> = Vec::new();
+    let flush = |pending: &mut Vec<Tensor>, h: &mut Mat<f64>| -> Result<()> {
         if pending.is_empty() {
-            return;
+            return Ok(());
         }
-        let m = stack(pending, s);
+        let m = Tensor::cat(pending, 0)?;
         pending.clear();
         // Only the lower triangle of MᵀM is computed (a SYRK); the upper is mirrored at the end.
-        triangular::matmul(
-            h.as_mut(),
-            BlockStructure::TriangularLower,
-            Accum::Add,
-            m.transpose(),
-            BlockStructure::Rectangular,
-            m.as_ref(),
-            BlockStructure::Rectangular,
-            1.0,
-            faer::get_global_parallelism(),
-        );
+        bdl_tensor::with_mat_ref(&m, |m| {
+            triangular::matmul(
+                h.as_mut(),
+                BlockStructure::TriangularLower,
+                Accum::Add,
+                m.transpose(),
+                BlockStructure::Rectangular,
+                m,
+                BlockStructure::Rectangular,
+                1.0,
+                faer::get_global_parallelism(),
+            )
+        })?;
+        Ok(())
     };
     for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m| {
         pending.push(m);
-        if pending.iter().map(Mat::nrows).sum::<usize>() >= chunk_rows {
-            flush(&mut pending, &mut h);
+        if pending.iter().map(|m| m.dims()[0]).sum::<usize>() >= chunk_rows {
+            flush(&mut pending, &mut h)?;
         }
         Ok(())
     })?;
-    flush(&mut pending, &mut h);
-    for j in 0..s {
-        for i in 0..j {
-            h[(i, j)] = h[(j, i)];
+    flush(&mut pending, &mut h)?;
+    mirror_lower(&mut h);
+    Ok(h)
+}
+
+/// Copies the lower triangle of the square `h` onto its upper, in tiles that stay in cache (a
+/// plain loop reads one triangle with a stride of a whole column).
+fn mirror_lower(h: &mut Mat<f64>) {
+    const TILE: usize = 64;
+    let s = h.nrows();
+    for jb in (0..s).step_by(TILE) {
+        for ib in (0..=jb).step_by(TILE) {
+            for j in jb..(jb + TILE).min(s) {
+                for i in ib..(ib + TILE).min(j) {
+                    h[(i, j)] = h[(j, i)];
+                }
+            }
         }
     }
-    Ok(h)
 }
 
 /// The bytes of the rows of M gathered for one rank-k update of [`ggn`].
@@ -116,10 +133,11 @@ pub(crate) fn factor_rows(
         parts.push(m);
         Ok(())
     })?;
-    Ok(stack(&parts, subset.len()))
+    Ok(bdl_tensor::to_mat(&Tensor::cat(&parts, 0)?)?)
 }
 
-/// Visits the rows of M one minibatch at a time.
+/// Visits the rows of M one minibatch at a time, as contiguous row-major f64 tensors
+/// `[B·K, |S|]`.
 fn for_each_factor_rows(
     model: &impl Model,
     theta: &Tensor,
@@ -127,27 +145,20 @@ fn for_each_factor_rows(
     x: &Tensor,
     subset: &[usize],
     batch_size: usize,
-    mut visit: impl FnMut(Mat<f64>) -> Result<()>,
+    mut visit: impl FnMut(Tensor) -> Result<()>,
 ) -> Result<()> {
     let s = subset.len();
     for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
         let (b, k, _) = factor.dims3()?;
         let j = model.jacobian(theta, cache, subset)?.reshape((b, k, s))?;
-        let m = factor.transpose(1, 2)?.matmul(&j)?.reshape((b * k, s))?;
-        visit(bdl_tensor::to_mat(&m.to_dtype(DType::F64)?)?)
+        let m = if k == 1 {
+            // One output: L_n is a scalar, so M_n is J_n scaled (no batched product).
+            j.broadcast_mul(factor)?
+        } else {
+            factor.transpose(1, 2)?.matmul(&j)?
+        };
+        visit(m.reshape((b * k, s))?.to_dtype(DType::F64)?.contiguous()?)
     })
-}
-
-/// The row blocks `parts` (each with `cols` columns) one under the other.
-fn stack(parts: &[Mat<f64>], cols: usize) -> Mat<f64> {
-    let rows = parts.iter().map(Mat::nrows).sum();
-    let mut out = Mat::<f64>::zeros(rows, cols);
-    let mut at = 0;
-    for p in parts {
-        out.subrows_mut(at, p.nrows()).copy_from(p);
-        at += p.nrows();
-    }
-    out
 }
 
 /// The diagonal of the full GGN, diag(Σ_n J_nᵀ Λ_n J_n) ∈ ℝᴰ, without any Jacobian
