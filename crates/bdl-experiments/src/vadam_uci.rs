@@ -34,10 +34,11 @@ use bdl_models::{Activation, Mlp, MlpSpec, Network};
 use bdl_tensor::Seed;
 use bdl_variational::{MeanField, Method, VariationalConfig, fit_monitored};
 use candle_core::{DType, Tensor};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::claim::{Claim, Verdict, within_se};
 use crate::concurrency::side_by_side;
+use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
 const HIDDEN: usize = 50;
@@ -65,7 +66,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Khan et al. (2018) §6.2: BNN regression on eight UCI sets with Vadam, BBVI, VOGN and MC \
      dropout, and the convergence of VOGN and Vadam against BBVI",
     run,
-    shards: false,
+    shards: true,
 };
 
 /// The reference numbers of ALGORITHMS.md §A: MC dropout's RMSE and test log-likelihood (mean,
@@ -286,7 +287,7 @@ fn batching(set: Benchmark) -> (usize, usize) {
 }
 
 /// One method on one split.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 struct Row {
     dataset: String,
     split: usize,
@@ -303,7 +304,7 @@ struct Row {
     /// The Vadam code's joint definition (1/n) log((1/S) Σ_s Π_i p(y_i | θ_s)), original units.
     test_log_lik_joint: f64,
     /// Test RMSE after each epoch (the convergence data set's variational fits only).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     test_rmse_by_epoch: Vec<f64>,
 }
 
@@ -458,116 +459,28 @@ fn run(ctx: &Context) -> Result<Outcome> {
         METHODS.len(),
         grid.len()
     ));
-    let bar = ctx.bar(total as u64, "fits");
-
-    // Selection: every (job, method, candidate, fold) fit, in parallel, in a fixed order.
-    bar.set_message("choosing (τ, λ)");
-    let tasks: Vec<(usize, Which, usize, usize)> = jobs
-        .iter()
-        .enumerate()
-        .flat_map(|(j, job)| {
-            let (g, f) = (grid.len(), job.folds.len());
-            METHODS
-                .iter()
-                .flat_map(move |&m| (0..g).flat_map(move |c| (0..f).map(move |k| (j, m, c, k))))
-        })
-        .collect();
-    let val_ll: Vec<f64> = side_by_side(&tasks, |&(j, which, c, k)| -> Result<f64> {
-        let job = &jobs[j];
-        let (fit_rows, val_rows) = &job.folds[k];
-        let seed = job
-            .seed
-            .fork(which.name())
-            .fork("selection")
-            .index(k as u64);
-        let fitted = train_and_score(
-            &settings,
-            which,
-            job.set,
-            grid[c],
-            &job.train.select(fit_rows)?,
-            &job.train.select(val_rows)?,
-            seed,
-            false,
-        );
-        bar.inc(1);
-        // A diverged or degenerate candidate loses the selection instead of failing it.
-        match fitted {
-            Ok((s, _)) if s.log_lik.is_finite() => Ok(s.log_lik),
-            Ok(_) => Ok(f64::NEG_INFINITY),
-            Err(e) if diverged(&e) => Ok(f64::NEG_INFINITY),
-            Err(e) => Err(e.context(format!(
-                "{} {} split {} (τ, λ) = {:?} fold {k}",
-                which.name(),
-                job.set,
-                job.split,
-                grid[c]
-            ))),
-        }
-    })?;
-
-    // Final fits on each whole training split with the chosen pair.
-    bar.set_message("final fits");
-    // Where job j's selection fits start in `tasks`.
-    let offsets: Vec<usize> = jobs
-        .iter()
-        .scan(0, |acc, job| {
-            let start = *acc;
-            *acc += METHODS.len() * grid.len() * job.folds.len();
-            Some(start)
-        })
-        .collect();
-    let finals: Vec<(usize, Which, usize, f64)> = jobs
-        .iter()
-        .enumerate()
-        .flat_map(|(j, _)| {
-            METHODS
-                .iter()
-                .enumerate()
-                .map(move |(m, &which)| (j, m, which))
-        })
-        .map(|(j, m, which)| {
-            let folds = jobs[j].folds.len();
-            let mean = |c: usize| {
-                let start = offsets[j] + (m * grid.len() + c) * folds;
-                debug_assert_eq!(tasks[start], (j, which, c, 0));
-                val_ll[start..start + folds].iter().sum::<f64>() / folds as f64
-            };
-            let (best, best_ll) = (0..grid.len())
-                .map(|c| (c, mean(c)))
-                .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
-            (j, which, best, best_ll)
-        })
-        .collect();
-    let rows: Vec<Row> = side_by_side(&finals, |&(j, which, c, selection_ll)| -> Result<Row> {
-        let job = &jobs[j];
-        let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
-        let (s, by_epoch) = train_and_score(
-            &settings,
-            which,
-            job.set,
-            grid[c],
-            &job.train,
-            &job.test,
-            job.seed.fork(which.name()).fork("final"),
-            track,
-        )
-        .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))?;
-        bar.inc(1);
-        Ok(Row {
-            dataset: job.set.name().into(),
-            split: job.split,
-            method: which.name().into(),
-            tau: grid[c].0,
-            lambda: grid[c].1,
-            selection_log_lik: selection_ll,
-            test_rmse: s.rmse,
-            test_log_lik: s.log_lik,
-            test_log_lik_joint: s.log_lik_joint,
-            test_rmse_by_epoch: by_epoch,
-        })
+    // Units: one split with every method's selection and final fit, saved as it finishes (the
+    // paper profile resumes; shards split the splits).
+    let units = Units::new(ctx, &settings)?;
+    let key = |job: &Job| format!("{}-{}", job.set.name(), job.split);
+    let all_units = jobs.len();
+    let jobs = units.share(jobs);
+    let bar = ctx.bar(
+        jobs.iter()
+            .map(|j| METHODS.len() * fits_per_method(j))
+            .sum::<usize>() as u64,
+        "fits",
+    );
+    let per_split = side_by_side(&jobs, |job| {
+        let rows = units.get_or_run(&key(job), || fit_split(&settings, &grid, job, &bar))?;
+        bar.set_message(format!("{} split {} done", job.set, job.split));
+        Ok(rows)
     })?;
     bar.finish_and_clear();
+    if let Some(shard) = units.shard_outcome(jobs.iter().map(key).collect(), all_units) {
+        return Ok(shard);
+    }
+    let rows: Vec<Row> = per_split.into_iter().flatten().collect();
 
     Ok(Outcome::new(
         "vadam-uci: BNN regression on UCI (Khan et al. 2018, §6.2)",
@@ -580,6 +493,88 @@ fn run(ctx: &Context) -> Result<Outcome> {
         "vadam-uci-convergence.svg",
         convergence_figure(&rows).to_svg(),
     ))
+}
+
+/// Every method on one split: (τ, λ) by the mean validation log-likelihood over the split's
+/// folds (a diverged candidate loses), then the final fit on the whole training split, scored on
+/// the test set; one row per method. Each fit has its own seed, so the rows do not depend on the
+/// order of the fits or on how the splits are spread over workers.
+fn fit_split(
+    settings: &Settings,
+    grid: &[(f64, f64)],
+    job: &Job,
+    bar: &indicatif::ProgressBar,
+) -> Result<Vec<Row>> {
+    METHODS
+        .iter()
+        .map(|&which| {
+            let mut best = (0, f64::NEG_INFINITY);
+            for (c, &candidate) in grid.iter().enumerate() {
+                let mut sum = 0.0;
+                for (k, (fit_rows, val_rows)) in job.folds.iter().enumerate() {
+                    let seed = job
+                        .seed
+                        .fork(which.name())
+                        .fork("selection")
+                        .index(k as u64);
+                    let fitted = train_and_score(
+                        settings,
+                        which,
+                        job.set,
+                        candidate,
+                        &job.train.select(fit_rows)?,
+                        &job.train.select(val_rows)?,
+                        seed,
+                        false,
+                    );
+                    bar.inc(1);
+                    sum += match fitted {
+                        Ok((s, _)) if s.log_lik.is_finite() => s.log_lik,
+                        Ok(_) => f64::NEG_INFINITY,
+                        Err(e) if diverged(&e) => f64::NEG_INFINITY,
+                        Err(e) => {
+                            return Err(e.context(format!(
+                                "{} {} split {} (τ, λ) = {candidate:?} fold {k}",
+                                which.name(),
+                                job.set,
+                                job.split,
+                            )));
+                        }
+                    };
+                }
+                let mean = sum / job.folds.len() as f64;
+                if mean > best.1 {
+                    best = (c, mean);
+                }
+            }
+            let (c, selection_ll) = best;
+            let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
+            let (s, by_epoch) = train_and_score(
+                settings,
+                which,
+                job.set,
+                grid[c],
+                &job.train,
+                &job.test,
+                job.seed.fork(which.name()).fork("final"),
+                track,
+            )
+            .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))?;
+            bar.inc(1);
+            Ok(Row {
+                dataset: job.set.name().into(),
+                split: job.split,
+                method: which.name().into(),
+                tau: grid[c].0,
+                lambda: grid[c].1,
+                selection_log_lik: selection_ll,
+                test_rmse: s.rmse,
+                test_log_lik: s.log_lik,
+                test_log_lik_joint: s.log_lik_joint,
+                test_rmse_by_epoch: by_epoch,
+            })
+        })
+        .collect()
 }
 
 /// Whether a fit failed by diverging: a non-finite variational mean or curvature, or a
