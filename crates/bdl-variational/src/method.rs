@@ -222,14 +222,10 @@ impl Stats {
         }
     }
 
-    /// Every value back to zero.
+    /// Every value back to zero (one fill per vector: a chain of iterators does not vectorise).
     pub(crate) fn clear(&mut self) {
-        for v in (self.g.iter_mut())
-            .chain(&mut self.g_sq)
-            .chain(&mut self.g_eps)
-            .chain(&mut self.h)
-        {
-            *v = 0.0;
+        for v in [&mut self.g, &mut self.g_sq, &mut self.g_eps, &mut self.h] {
+            v.fill(0.0);
         }
     }
 }
@@ -256,10 +252,22 @@ pub(crate) struct State {
     /// BBVI only: Adam on μ and on ρ.
     adam: Option<[OptimizerState; 2]>,
     t: usize,
+    /// σ of every parameter for the current s (0 where held fixed), refreshed after each
+    /// update: the draw and the next update read it, so each step evaluates it once.
+    sd: Vec<f64>,
+    /// BBVI only: ∂σ/∂ρ = sigmoid(ρ), from the same exponential as σ = softplus(ρ).
+    sd_slope: Vec<f64>,
 }
 
-fn softplus(r: f64) -> f64 {
-    if r > 30.0 { r } else { r.exp().ln_1p() }
+/// (softplus(ρ), sigmoid(ρ)) from one exponential: softplus = ln(1 + eᵖ), its derivative
+/// eᵖ/(1 + eᵖ); above ρ = 30 they are ρ and 1 to double precision.
+fn softplus_and_slope(r: f64) -> (f64, f64) {
+    if r > 30.0 {
+        (r, 1.0)
+    } else {
+        let e = r.exp();
+        (e.ln_1p(), e / (1.0 + e))
+    }
 }
 
 /// num / den, and 0 for 0 / 0: with τ = 0 nothing bounds a denominator away from zero, and a
@@ -267,10 +275,6 @@ fn softplus(r: f64) -> f64 {
 /// stays where it is.
 fn ratio(num: f64, den: f64) -> f64 {
     if den == 0.0 { 0.0 } else { num / den }
-}
-
-fn sigmoid(r: f64) -> f64 {
-    1.0 / (1.0 + (-r).exp())
 }
 
 impl State {
@@ -301,7 +305,7 @@ impl State {
             Method::Bbvi { init_std, .. } => init_std.exp_m1().ln(),
             _ => (tau * (p0 - lambda) / n).max(0.0),
         };
-        Self {
+        let mut state = Self {
             method,
             n,
             lt,
@@ -313,7 +317,11 @@ impl State {
             m: vec![0.0; d],
             adam,
             t: 0,
-        }
+            sd: Vec::new(),
+            sd_slope: Vec::new(),
+        };
+        state.refresh_sigma();
+        state
     }
 
     /// The method's name.
@@ -328,17 +336,27 @@ impl State {
             fixed[i] = false;
         }
         self.fixed = Some(fixed);
+        self.refresh_sigma();
     }
 
     /// The perturbation standard deviation σ of every parameter: √τ / √(N(s + τλ̃)) for the
     /// natural methods and IVON (0 at τ = 0), 1/√s for VadaGrad, softplus(ρ) for BBVI; 0 for a
     /// parameter held fixed.
-    pub(crate) fn sigma(&self) -> Vec<f64> {
+    pub(crate) fn sigma(&self) -> &[f64] {
+        &self.sd
+    }
+
+    /// Recomputes σ (and BBVI's ∂σ/∂ρ) from the current s.
+    fn refresh_sigma(&mut self) {
         let (n, lt, root_tau) = (self.n, self.lt, self.tau.sqrt());
         // One branch-free pass per method (vectorised), then the fixed parameters zeroed.
-        let mut sigma: Vec<f64> = match self.method {
+        self.sd = match self.method {
             Method::VadaGrad { .. } => self.s.iter().map(|s| s.sqrt().recip()).collect(),
-            Method::Bbvi { .. } => self.s.iter().map(|&s| softplus(s)).collect(),
+            Method::Bbvi { .. } => {
+                let (sd, slope) = self.s.iter().map(|&r| softplus_and_slope(r)).unzip();
+                self.sd_slope = slope;
+                sd
+            }
             _ if self.tau == 0.0 => vec![0.0; self.s.len()],
             _ => self
                 .s
@@ -347,11 +365,10 @@ impl State {
                 .collect(),
         };
         if let Some(fixed) = &self.fixed {
-            for (sd, _) in sigma.iter_mut().zip(fixed).filter(|(_, fixed)| **fixed) {
+            for (sd, _) in self.sd.iter_mut().zip(fixed).filter(|(_, fixed)| **fixed) {
                 *sd = 0.0;
             }
         }
-        sigma
     }
 
     /// q(θ) = N(μ, diag σ²) as it stands.
@@ -375,10 +392,9 @@ impl State {
             .fixed
             .as_ref()
             .map(|_| (self.mu.clone(), self.s.clone(), self.m.clone()));
-        let sigma = match self.method {
-            Method::Ivon { .. } | Method::Bbvi { .. } => self.sigma(),
-            _ => Vec::new(),
-        };
+        // σ and ∂σ/∂ρ of the state being updated; both are recomputed after the update.
+        let sigma = std::mem::take(&mut self.sd);
+        let slope = std::mem::take(&mut self.sd_slope);
         let (mu, s, m) = (&mut self.mu, &mut self.s, &mut self.m);
         match self.method.clone() {
             Method::Von { beta, .. } | Method::Vogn { beta, .. } => {
@@ -450,10 +466,10 @@ impl State {
                 let mut grad_mu: Vec<f64> = (stats.g.iter().zip(mu.iter()))
                     .map(|(&g, &mu)| g + tau * lambda * mu / n)
                     .collect();
-                let mut grad_rho: Vec<f64> = (stats.g_eps.iter().zip(&sigma).zip(s.iter()))
-                    .map(|((&g_eps, &sd), &rho)| {
+                let mut grad_rho: Vec<f64> = (stats.g_eps.iter().zip(&sigma).zip(&slope))
+                    .map(|((&g_eps, &sd), &dsd_drho)| {
                         let dkl_dsigma = tau * (lambda * sd - sd.recip());
-                        (g_eps + dkl_dsigma / n) * sigmoid(rho)
+                        (g_eps + dkl_dsigma / n) * dsd_drho
                     })
                     .collect();
                 if let Some(fixed) = &self.fixed {
@@ -471,6 +487,7 @@ impl State {
                 (self.mu[i], self.s[i], self.m[i]) = (mu[i], s[i], m[i]);
             }
         }
+        self.refresh_sigma();
         let name = self.method.name();
         if self.mu.iter().any(|v| !v.is_finite()) {
             return Err(Error::Diverged {
@@ -519,8 +536,11 @@ mod tests {
                 beta: 0.99,
             },
         ] {
-            let sigma =
-                |p0: f64| State::new(method.clone(), vec![0.0; 3], n, lambda, p0, 1.0).sigma();
+            let sigma = |p0: f64| {
+                State::new(method.clone(), vec![0.0; 3], n, lambda, p0, 1.0)
+                    .sigma()
+                    .to_vec()
+            };
             assert_eq!(sigma(0.5), vec![lambda.sqrt().recip(); 3], "{method:?}");
             assert_eq!(sigma(lambda), sigma(0.5));
             let above = sigma(8.0)[0];

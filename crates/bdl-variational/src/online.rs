@@ -106,7 +106,7 @@ impl Online {
         let eps: Vec<f64> = (0..sigma.len())
             .map(|_| StandardNormal.sample(&mut self.noise))
             .collect();
-        let theta = (self.state.mu.iter().zip(&sigma).zip(&eps))
+        let theta = (self.state.mu.iter().zip(sigma).zip(&eps))
             .map(|((mu, sd), e)| mu + sd * e)
             .collect();
         Draw { theta, eps }
@@ -166,12 +166,9 @@ impl Online {
         }
         let samples = self.draws as f64;
         if self.draws > 1 {
-            let sums = (self.observed.g.iter_mut())
-                .chain(&mut self.observed.g_sq)
-                .chain(&mut self.observed.g_eps)
-                .chain(&mut self.observed.h);
-            for v in sums {
-                *v /= samples;
+            let o = &mut self.observed;
+            for v in [&mut o.g, &mut o.g_sq, &mut o.g_eps, &mut o.h] {
+                v.iter_mut().for_each(|v| *v /= samples);
             }
         }
         self.steps += 1;
