@@ -135,6 +135,14 @@ impl<C> Saved<C> {
         self.predictor.network().layout().len()
     }
 
+    /// The length of the first axis of the tensor `name`, when the file holds it (for a
+    /// matrix whose row count the reader does not know in advance).
+    pub fn rows(&self, name: &str) -> Option<usize> {
+        self.tensors
+            .get(name)
+            .and_then(|t| t.dims().first().copied())
+    }
+
     /// The tensor `name`, checked to have `shape` and finite values.
     pub fn tensor(&mut self, name: &str, shape: &[usize]) -> Result<Tensor> {
         let t = self

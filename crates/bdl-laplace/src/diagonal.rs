@@ -113,6 +113,7 @@ impl LinearizedPosterior for DiagLaplace {
                     w[(d, c)] *= sd;
                 }
             }
+            None
         })
     }
 

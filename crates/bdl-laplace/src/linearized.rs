@@ -1,27 +1,28 @@
 //! The linearized predictive shared by every Laplace posterior.
 //!
-//! For a Gaussian posterior over the parameters S with covariance Σ_S = A Aᵀ, the linearized
-//! outputs at x_n are f(x_n) ~ N(f(x_n; θ̂), J_n Σ_S J_nᵀ), J_n = ∂f(x_n)/∂θ_S. With
-//! W = Aᵀ J_Sᵀ (s × N·K) each K × K block is W_nᵀ W_n; a posterior supplies only the map
-//! J_Sᵀ ↦ Aᵀ J_Sᵀ (a triangular solve for a Cholesky-factored precision, a row scaling for a
-//! diagonal covariance).
+//! For a Gaussian posterior over the parameters S with covariance Σ_S = A Aᵀ − B Bᵀ, the
+//! linearized outputs at x_n are f(x_n) ~ N(f(x_n; θ̂), J_n Σ_S J_nᵀ), J_n = ∂f(x_n)/∂θ_S.
+//! With W = Aᵀ J_Sᵀ and V = Bᵀ J_Sᵀ each K × K block is W_nᵀ W_n − V_nᵀ V_n; a posterior supplies
+//! only the map J_Sᵀ ↦ (W, V) (a triangular solve for a Cholesky-factored precision, B = 0; a
+//! row scaling for a diagonal covariance; a row scaling and a solve with the small factor for a
+//! low-rank precision, [`Woodbury`](crate::SubnetLaplace)).
 
 use bdl_inference::{Link, MapEstimate, Posterior, PredictOptions, Valid};
 use bdl_likelihoods::{FunctionVariance, Likelihood, Predictive};
 use bdl_models::Model;
 use candle_core::{DType, Device, Tensor};
-use faer::MatMut;
+use faer::{Mat, MatMut};
 
 use crate::Result;
 
 /// J_S Σ_S J_Sᵀ at each row of `x`, shape `[N, K, K]` (f64), where `whiten` turns J_Sᵀ into
-/// W = Aᵀ J_Sᵀ in place, for Σ_S = A Aᵀ.
+/// W = Aᵀ J_Sᵀ in place and returns V = Bᵀ J_Sᵀ when there is one, for Σ_S = A Aᵀ − B Bᵀ.
 pub(crate) fn f_covariance(
     map: &MapEstimate,
     x: &Tensor,
     subset: &[usize],
     batch_size: usize,
-    whiten: impl Fn(MatMut<'_, f64>),
+    whiten: impl Fn(MatMut<'_, f64>) -> Option<Mat<f64>>,
 ) -> Result<Tensor> {
     let (model, theta) = (map.network(), map.theta());
     let k = model.n_outputs();
@@ -35,10 +36,14 @@ pub(crate) fn f_covariance(
             .to_dtype(DType::F64)?;
         // Jᵀ from J's row-major storage: its transpose is column-major, copied straight.
         let mut w = bdl_tensor::with_mat_ref(&j, |m| m.transpose().to_owned())?;
-        whiten(w.as_mut());
+        let v = whiten(w.as_mut());
         for p in 0..cache.n_examples {
             let wp = w.subcols(p * k, k);
-            let block = wp.transpose() * wp;
+            let mut block = wp.transpose() * wp;
+            if let Some(v) = &v {
+                let vp = v.subcols(p * k, k);
+                block -= vp.transpose() * vp;
+            }
             out.extend(
                 (0..k)
                     .flat_map(|a| (0..k).map(move |b| (a, b)))

@@ -16,8 +16,9 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt;
+use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::triangular_solve;
-use faer::{Mat, MatMut};
+use faer::{Accum, Mat, MatMut};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
@@ -67,22 +68,77 @@ impl Validate for LaplaceConfig {
 /// A full-covariance Laplace posterior over the parameter subset S of a MAP estimate.
 ///
 /// P_S = H_S + diag(λ_S) with H_S the GGN of the subset (Λ includes σ⁻² for a Gaussian
-/// likelihood), factored once by Cholesky in the GGN's own storage, P_S = L Lᵀ. H_S is kept
-/// bit for bit as a packed triangle (for [`ggn`](Self::ggn), [`precision`](Self::precision) and
-/// saving): 12·s² bytes in all, 19.2 GB at s = 40,000, where a second s × s matrix would not fit
-/// in 24 GiB. It owns the MAP estimate (network, θ̂, likelihood with its σ) its predictive
-/// linearizes.
+/// likelihood), H_S = MᵀM for the N·K × s rows M of the GGN's factor. It is held in one of two
+/// ways ([`fit`](Self::fit) picks the cheaper):
+///
+/// - **dense**: P_S = L Lᵀ by Cholesky in the GGN's own storage, H_S kept bit for bit as a packed
+///   triangle (for [`ggn`](Self::ggn), [`precision`](Self::precision) and saving): 12·s² bytes,
+///   19.2 GB at s = 40,000, where a second s × s matrix would not fit in 24 GiB;
+/// - **low rank** (N·K < s and every λ_i > 0): M itself and the Cholesky factor of the N·K × N·K
+///   matrix C = I + M D⁻¹ Mᵀ, D = diag(λ_S); by Woodbury, Σ_S = D⁻¹ − D⁻¹Mᵀ C⁻¹ M D⁻¹ and
+///   det P_S = det D · det C. For the full Laplace of an MLP 8-50-50-1 on 1,000 points that is a
+///   1,000 × 1,000 factorisation instead of a 3,051 × 3,051 one.
+///
+/// It owns the MAP estimate (network, θ̂, likelihood with its σ) its predictive linearizes.
 #[derive(Debug)]
 pub struct SubnetLaplace {
     map: MapEstimate,
     config: LaplaceConfig,
     subset: Vec<usize>,
     theta_s: Vec<f64>,
-    /// H_S's lower triangle, diagonal included, row by row: entry (i, j ≤ i) at i(i + 1)/2 + j.
-    ggn_lower: Vec<f64>,
     prior: Vec<f64>,
-    /// The Cholesky factor L in the lower triangle (the upper triangle is not read).
-    factor: Mat<f64>,
+    factor: Factor,
+}
+
+/// How P_S = H_S + diag(λ_S) is held.
+#[derive(Debug)]
+enum Factor {
+    /// P_S = L Lᵀ.
+    Dense {
+        /// H_S's lower triangle, diagonal included, row by row: entry (i, j ≤ i) at
+        /// i(i + 1)/2 + j.
+        ggn_lower: Vec<f64>,
+        /// L in the lower triangle (the upper triangle is not read).
+        l: Mat<f64>,
+    },
+    /// H_S = MᵀM with fewer rows than columns; C = I + M D⁻¹ Mᵀ = L_C L_Cᵀ.
+    LowRank {
+        /// M, N·K × s.
+        m: Mat<f64>,
+        /// L_C in the lower triangle.
+        lc: Mat<f64>,
+    },
+}
+
+/// The Cholesky factor of the symmetric positive-definite `a` (its lower triangle read), in
+/// place.
+fn cholesky(mut a: Mat<f64>) -> Result<Mat<f64>> {
+    let size = a.nrows();
+    let par = faer::get_global_parallelism();
+    let mut scratch = MemBuffer::new(llt::factor::cholesky_in_place_scratch::<f64>(
+        size,
+        par,
+        Default::default(),
+    ));
+    llt::factor::cholesky_in_place(
+        a.as_mut(),
+        Default::default(),
+        par,
+        MemStack::new(&mut scratch),
+        Default::default(),
+    )
+    .map_err(|llt::factor::LltError::NonPositivePivot { index }| {
+        Error::NotPositiveDefinite { size, pivot: index }
+    })?;
+    Ok(a)
+}
+
+fn solve_lower(l: &Mat<f64>, b: MatMut<'_, f64>) {
+    triangular_solve::solve_lower_triangular_in_place(
+        l.as_ref(),
+        b,
+        faer::get_global_parallelism(),
+    );
 }
 
 impl SubnetLaplace {
@@ -94,6 +150,22 @@ impl SubnetLaplace {
         config: &Valid<LaplaceConfig>,
     ) -> Result<Self> {
         check_subset(&subset, map.network().layout().len())?;
+        let rows = bdl_inference::n_rows(x, "x")? * map.network().n_outputs();
+        let prior =
+            config
+                .prior
+                .for_subset(&subset, map.network().layout(), config.subset_scaling)?;
+        if rows < subset.len() && prior.iter().all(|&l| l > 0.0) {
+            let m = crate::ggn::factor_rows(
+                map.network(),
+                map.theta(),
+                &map.likelihood(),
+                x,
+                &subset,
+                config.batch_size,
+            )?;
+            return Self::from_factor_rows(map.clone(), subset, m, config);
+        }
         let ggn = crate::ggn(
             map.network(),
             map.theta(),
@@ -103,6 +175,73 @@ impl SubnetLaplace {
             config.batch_size,
         )?;
         Self::from_ggn(map.clone(), subset, ggn, config)
+    }
+
+    /// Builds the low-rank posterior from the rows M of the GGN's factor (H_S = MᵀM, `m` with
+    /// one column per subset parameter), factoring C = I + M D⁻¹ Mᵀ by Cholesky. Errors when a
+    /// prior precision is not positive (D⁻¹ must exist).
+    pub fn from_factor_rows(
+        map: MapEstimate,
+        subset: Vec<usize>,
+        m: Mat<f64>,
+        config: &Valid<LaplaceConfig>,
+    ) -> Result<Self> {
+        check_subset(&subset, map.network().layout().len())?;
+        let s = subset.len();
+        if m.ncols() != s {
+            return Err(bdl_tensor::Error::ShapeMismatch {
+                context: format!("the GGN factor rows of a subnetwork of {s} parameters"),
+                expected: vec![m.nrows(), s],
+                actual: vec![m.nrows(), m.ncols()],
+            }
+            .into());
+        }
+        let (prior, theta_s) = Self::prior_and_mean(&map, &subset, config)?;
+        if let Some(l) = prior.iter().find(|&&l| !(l > 0.0)) {
+            return Err(InvalidParam::new(
+                "prior",
+                format!("a precision {l}"),
+                "> 0 for the low-rank posterior (D⁻¹ must exist)",
+            )
+            .into());
+        }
+        // C = I + U Uᵀ with U = M D^{-1/2}: one rank-s update of the N·K × N·K identity.
+        let u = Mat::from_fn(m.nrows(), s, |r, c| m[(r, c)] / prior[c].sqrt());
+        let mut c = Mat::<f64>::identity(m.nrows(), m.nrows());
+        triangular::matmul(
+            c.as_mut(),
+            BlockStructure::TriangularLower,
+            Accum::Add,
+            u.as_ref(),
+            BlockStructure::Rectangular,
+            u.transpose(),
+            BlockStructure::Rectangular,
+            1.0,
+            faer::get_global_parallelism(),
+        );
+        let lc = cholesky(c)?;
+        Ok(Self {
+            map,
+            config: (**config).clone(),
+            subset,
+            theta_s,
+            prior,
+            factor: Factor::LowRank { m, lc },
+        })
+    }
+
+    /// λ_S and θ̂_S of `subset`.
+    fn prior_and_mean(
+        map: &MapEstimate,
+        subset: &[usize],
+        config: &Valid<LaplaceConfig>,
+    ) -> Result<(Vec<f64>, Vec<f64>)> {
+        let prior =
+            config
+                .prior
+                .for_subset(subset, map.network().layout(), config.subset_scaling)?;
+        let all = bdl_tensor::to_f64_vec(map.theta())?;
+        Ok((prior, subset.iter().map(|&i| all[i]).collect()))
     }
 
     /// Builds the posterior from a GGN already computed for `subset` (its lower triangle is read),
@@ -124,12 +263,7 @@ impl SubnetLaplace {
             }
             .into());
         }
-        let prior =
-            config
-                .prior
-                .for_subset(&subset, map.network().layout(), config.subset_scaling)?;
-        let all = bdl_tensor::to_f64_vec(map.theta())?;
-        let theta_s = subset.iter().map(|&i| all[i]).collect();
+        let (prior, theta_s) = Self::prior_and_mean(&map, &subset, config)?;
         let ggn_lower: Vec<f64> = (0..s)
             .flat_map(|i| (0..=i).map(move |j| (i, j)))
             .map(|ij| ggn[ij])
@@ -137,34 +271,14 @@ impl SubnetLaplace {
         for (i, l) in prior.iter().enumerate() {
             ggn[(i, i)] += l;
         }
-        let mut factor = ggn;
-        let par = faer::get_global_parallelism();
-        let mut scratch = MemBuffer::new(llt::factor::cholesky_in_place_scratch::<f64>(
-            s,
-            par,
-            Default::default(),
-        ));
-        llt::factor::cholesky_in_place(
-            factor.as_mut(),
-            Default::default(),
-            par,
-            MemStack::new(&mut scratch),
-            Default::default(),
-        )
-        .map_err(|llt::factor::LltError::NonPositivePivot { index }| {
-            Error::NotPositiveDefinite {
-                size: s,
-                pivot: index,
-            }
-        })?;
+        let l = cholesky(ggn)?;
         Ok(Self {
             map,
             config: (**config).clone(),
             subset,
             theta_s,
-            ggn_lower,
             prior,
-            factor,
+            factor: Factor::Dense { ggn_lower, l },
         })
     }
 
@@ -176,10 +290,18 @@ impl SubnetLaplace {
     /// H_S, the GGN of the subnetwork (a new matrix).
     pub fn ggn(&self) -> Mat<f64> {
         let s = self.subset.len();
-        Mat::from_fn(s, s, |i, j| {
-            let (r, c) = (i.max(j), i.min(j));
-            self.ggn_lower[r * (r + 1) / 2 + c]
-        })
+        match &self.factor {
+            Factor::Dense { ggn_lower, .. } => Mat::from_fn(s, s, |i, j| {
+                let (r, c) = (i.max(j), i.min(j));
+                ggn_lower[r * (r + 1) / 2 + c]
+            }),
+            Factor::LowRank { m, .. } => m.transpose() * m,
+        }
+    }
+
+    /// Whether P_S is held as a low-rank update of its prior (N·K < s), not factored densely.
+    pub fn is_low_rank(&self) -> bool {
+        matches!(self.factor, Factor::LowRank { .. })
     }
 
     /// λ_S, the prior precision of each subnetwork parameter.
@@ -201,31 +323,43 @@ impl SubnetLaplace {
         p
     }
 
-    /// Solves L X = B in place (B has s rows).
-    fn solve_l(&self, b: MatMut<'_, f64>) {
-        triangular_solve::solve_lower_triangular_in_place(
-            self.factor.as_ref(),
-            b,
-            faer::get_global_parallelism(),
-        );
+    /// A square root of Σ_S: Aᵀ with Σ_S = A Aᵀ for the dense factor (A = L⁻ᵀ), and for the
+    /// low-rank one V = L_C⁻¹ M D⁻¹ with Σ_S = D⁻¹ − VᵀV; `b` (s rows) becomes Aᵀ b = L⁻¹ b
+    /// or D^{-1/2} b, and the low-rank V b is returned.
+    fn whiten(&self, mut b: MatMut<'_, f64>) -> Option<Mat<f64>> {
+        match &self.factor {
+            Factor::Dense { l, .. } => {
+                solve_lower(l, b);
+                None
+            }
+            Factor::LowRank { m, lc } => {
+                let scaled = Mat::from_fn(b.nrows(), b.ncols(), |i, j| b[(i, j)] / self.prior[i]);
+                let sd: Vec<f64> = self.prior.iter().map(|l| l.sqrt().recip()).collect();
+                for c in 0..b.ncols() {
+                    for (i, sd) in sd.iter().enumerate() {
+                        b[(i, c)] *= sd;
+                    }
+                }
+                let mut v = m * &scaled;
+                solve_lower(lc, v.as_mut());
+                Some(v)
+            }
+        }
     }
 
-    /// L⁻¹ (lower triangular, a new matrix).
-    fn factor_inverse(&self) -> Mat<f64> {
-        let s = self.subset.len();
-        let mut l_inv = Mat::<f64>::identity(s, s);
-        self.solve_l(l_inv.as_mut());
-        l_inv
-    }
-
-    /// Σ_S = P_S⁻¹ = L⁻ᵀ L⁻¹ (a new matrix).
+    /// Σ_S = P_S⁻¹ (a new matrix): L⁻ᵀ L⁻¹, or D⁻¹ − VᵀV.
     pub fn covariance(&self) -> Mat<f64> {
-        let l_inv = self.factor_inverse();
-        l_inv.transpose() * &l_inv
+        let s = self.subset.len();
+        let mut a = Mat::<f64>::identity(s, s);
+        match self.whiten(a.as_mut()) {
+            None => a.transpose() * &a,
+            Some(v) => a.transpose() * &a - v.transpose() * &v,
+        }
     }
 
     /// diag(Σ_S), the exact marginal posterior variances of the subnetwork's parameters (in the
-    /// order of [`subset`](Self::subset)): (Σ_S)_ii = Σ_k (L⁻¹)_ki², without forming Σ_S.
+    /// order of [`subset`](Self::subset)): (Σ_S)_ii = Σ_k (L⁻¹)_ki², or 1/λ_i − Σ_k V_ki², without
+    /// forming Σ_S.
     ///
     /// ```
     /// # use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace};
@@ -241,6 +375,7 @@ impl SubnetLaplace {
     /// let x = Tensor::from_vec(vec![0.5f64, -1.0, 1.5, 0.25, -0.5, 2.0], (3, 2), &Device::Cpu)?;
     /// let config = LaplaceConfig { prior: PriorPrecision::Scalar(2.0), ..Default::default() }.check()?;
     /// let post = SubnetLaplace::fit(&map, &x, vec![0, 3, 8, 12], &config)?;
+    /// assert!(post.is_low_rank()); // 3 examples, 4 parameters
     /// let sigma = post.covariance();
     /// for (i, v) in post.marginal_variances().iter().enumerate() {
     ///     assert!((v - sigma[(i, i)]).abs() <= 1e-12 * sigma[(i, i)]);
@@ -249,18 +384,29 @@ impl SubnetLaplace {
     /// # Ok(()) }
     /// ```
     pub fn marginal_variances(&self) -> Vec<f64> {
-        let l_inv = self.factor_inverse();
         let s = self.subset.len();
+        let mut a = Mat::<f64>::identity(s, s);
+        let v = self.whiten(a.as_mut());
         (0..s)
-            .map(|i| (i..s).map(|k| l_inv[(k, i)] * l_inv[(k, i)]).sum())
+            .map(|i| {
+                let own: f64 = a.col(i).iter().map(|x| x * x).sum();
+                own - v
+                    .as_ref()
+                    .map_or(0.0, |v| v.col(i).iter().map(|x| x * x).sum())
+            })
             .collect()
     }
 
-    /// log det P_S = 2 Σ_i log L_ii.
+    /// log det P_S = 2 Σ_i log L_ii, or Σ_i log λ_i + 2 Σ_k log (L_C)_kk (det P_S = det D ·
+    /// det C).
     pub fn log_det_precision(&self) -> f64 {
-        2.0 * (0..self.subset.len())
-            .map(|i| self.factor[(i, i)].ln())
-            .sum::<f64>()
+        let log_diag = |l: &Mat<f64>| (0..l.nrows()).map(|i| l[(i, i)].ln()).sum::<f64>();
+        match &self.factor {
+            Factor::Dense { l, .. } => 2.0 * log_diag(l),
+            Factor::LowRank { lc, .. } => {
+                self.prior.iter().map(|l| l.ln()).sum::<f64>() + 2.0 * log_diag(lc)
+            }
+        }
     }
 
     /// The Laplace log marginal likelihood given the log-likelihood at the MAP:
@@ -292,11 +438,39 @@ impl SubnetLaplace {
                 z[(i, j)] = StandardNormal.sample(&mut rng);
             }
         }
-        triangular_solve::solve_upper_triangular_in_place(
-            self.factor.as_ref().transpose(),
-            z.as_mut(),
-            faer::get_global_parallelism(),
-        );
+        match &self.factor {
+            Factor::Dense { l, .. } => triangular_solve::solve_upper_triangular_in_place(
+                l.as_ref().transpose(),
+                z.as_mut(),
+                faer::get_global_parallelism(),
+            ),
+            Factor::LowRank { m, lc } => {
+                // y = z₁ + Uᵀz₂ ~ N(0, I + UᵀU) (U = M D^{-1/2}, z₂ from the same stream, after
+                // z₁), then D^{-1/2}(I + UᵀU)⁻¹ y = D^{-1/2}(y − Uᵀ C⁻¹ U y) ~ N(0, Σ_S).
+                let sd: Vec<f64> = self.prior.iter().map(|l| l.sqrt().recip()).collect();
+                let mut z2 = Mat::<f64>::zeros(m.nrows(), n);
+                for j in 0..n {
+                    for i in 0..m.nrows() {
+                        z2[(i, j)] = StandardNormal.sample(&mut rng);
+                    }
+                }
+                let ut = |w: &Mat<f64>| {
+                    let out = m.transpose() * w;
+                    Mat::from_fn(out.nrows(), out.ncols(), |i, j| out[(i, j)] * sd[i])
+                };
+                let y = &z + ut(&z2);
+                let scaled = Mat::from_fn(s, n, |i, j| y[(i, j)] * sd[i]);
+                let mut w = m * &scaled;
+                solve_lower(lc, w.as_mut());
+                triangular_solve::solve_upper_triangular_in_place(
+                    lc.as_ref().transpose(),
+                    w.as_mut(),
+                    faer::get_global_parallelism(),
+                );
+                let correction = ut(&w);
+                z = Mat::from_fn(s, n, |i, j| sd[i] * (y[(i, j)] - correction[(i, j)]));
+            }
+        }
         let theta = self.map.theta();
         let map = bdl_tensor::to_f64_vec(theta)?;
         let d = map.len();
@@ -336,9 +510,10 @@ impl LinearizedPosterior for SubnetLaplace {
     }
 
     /// The covariance J_S(x_n) Σ_S J_S(x_n)ᵀ of the linearized outputs at each row of `x`,
-    /// shape `[N, K, K]` (f64). With Σ_S = L⁻ᵀL⁻¹, W = L⁻¹ J_Sᵀ by one triangular solve.
+    /// shape `[N, K, K]` (f64). With Σ_S = L⁻ᵀL⁻¹, W = L⁻¹ J_Sᵀ by one triangular solve; for the
+    /// low-rank factor, W = D^{-1/2} J_Sᵀ less the part V = L_C⁻¹ M D⁻¹ J_Sᵀ.
     fn f_covariance(&self, x: &Tensor, batch_size: usize) -> Result<Tensor> {
-        crate::linearized::f_covariance(&self.map, x, &self.subset, batch_size, |w| self.solve_l(w))
+        crate::linearized::f_covariance(&self.map, x, &self.subset, batch_size, |w| self.whiten(w))
     }
 }
 
@@ -365,15 +540,19 @@ impl Posterior for SubnetLaplace {
         Ok(Some(SubnetLaplace::sample(self, n, seed)?))
     }
 
-    /// Saves θ̂, the subset and H_S; [`load`](Posterior::load) factors P_S again (the same
-    /// arithmetic, so the same factor bit for bit).
+    /// Saves θ̂, the subset and H_S (dense) or M (low rank); [`load`](Posterior::load) factors
+    /// again (the same arithmetic, so the same factor bit for bit).
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
+        let curvature = match &self.factor {
+            Factor::Dense { .. } => ("ggn", self.ggn()),
+            Factor::LowRank { m, .. } => ("ggn_rows", m.clone()),
+        };
         let tensors = vec![
             ("theta", self.map.theta().clone()),
             ("subset", checkpoint::index_tensor(&self.subset)?),
             (
-                "ggn",
-                bdl_tensor::from_mat(self.ggn().as_ref(), DType::F64, &Device::Cpu)?,
+                curvature.0,
+                bdl_tensor::from_mat(curvature.1.as_ref(), DType::F64, &Device::Cpu)?,
             ),
         ];
         let header = Header {
@@ -391,11 +570,15 @@ impl Posterior for SubnetLaplace {
         let theta = saved.params("theta")?;
         let subset = saved.indices("subset", d)?;
         let s = subset.len();
-        let ggn = bdl_tensor::to_mat(&saved.tensor("ggn", &[s, s])?)?;
-        let mut map = MapEstimate::of(saved.predictor, theta)?;
+        let mut map = MapEstimate::of(saved.predictor.clone(), theta)?;
         if let Some(seed) = saved.seed {
             map = map.with_seed(seed);
         }
+        if let Some(rows) = saved.rows("ggn_rows") {
+            let m = bdl_tensor::to_mat(&saved.tensor("ggn_rows", &[rows, s])?)?;
+            return Ok(Self::from_factor_rows(map, subset, m, &saved.config)?);
+        }
+        let ggn = bdl_tensor::to_mat(&saved.tensor("ggn", &[s, s])?)?;
         Ok(Self::from_ggn(map, subset, ggn, &saved.config)?)
     }
 }
