@@ -792,7 +792,11 @@ fn large_subnetwork(s: usize) -> Result<()> {
         "subnetwork Laplace, MLP 784-100-10 (D = {}), s = {s}, 1000 points × 10 classes ({} route): \
          fit {:.1} s, predictive at 100 points {:.1} s; peak memory {}",
         model.layout().len(),
-        if post.is_low_rank() { "low-rank" } else { "dense" },
+        if post.is_low_rank() {
+            "low-rank"
+        } else {
+            "dense"
+        },
         t_fit.as_secs_f64(),
         t_pred.as_secs_f64(),
         peak_memory().map_or("unknown".to_owned(), |b| format!(
