@@ -197,7 +197,7 @@ impl SubnetLaplace {
             .into());
         }
         let (prior, theta_s) = Self::prior_and_mean(&map, &subset, config)?;
-        if let Some(l) = prior.iter().find(|&&l| !(l > 0.0)) {
+        if let Some(l) = prior.iter().find(|&&l| l <= 0.0 || l.is_nan()) {
             return Err(InvalidParam::new(
                 "prior",
                 format!("a precision {l}"),
