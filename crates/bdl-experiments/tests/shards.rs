@@ -1,7 +1,8 @@
 //! A run spread over machines gives the unsharded run's results: three shards of `laplace-uci`
 //! (smoke profile, four splits), their units gathered in one folder and merged, equal the run
 //! on one machine, row for row; a shard writes no results; a merge with a unit missing fails and
-//! names it; an experiment without units refuses to shard.
+//! names it; an experiment without units refuses to shard; and the other experiments made of
+//! units (`vadam-rl`, `vadam-uci`) merge from two shards to their unsharded rows.
 
 use bdl_experiments::{Profile, Sharding, find, run_sharded};
 
@@ -61,5 +62,47 @@ fn three_shards_merged_equal_the_unsharded_run() {
     assert!(format!("{err:#}").contains("cannot be sharded"), "{err:#}");
     for dir in [one, many] {
         std::fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+/// The rows without their wall times (`seconds`, measured anew by every run).
+fn without_timings(mut rows: serde_json::Value) -> serde_json::Value {
+    if let Some(rows) = rows.as_array_mut() {
+        for row in rows {
+            if let Some(row) = row.as_object_mut() {
+                row.remove("seconds");
+            }
+        }
+    }
+    rows
+}
+
+/// The other experiments made of units, two shards each on one folder (as on a shared file
+/// system), merged: the unsharded rows and claims, wall times aside.
+#[test]
+fn two_shards_of_every_other_unit_experiment_merge_to_the_unsharded_run() {
+    for name in ["vadam-rl", "vadam-uci"] {
+        let experiment = find(name).unwrap();
+        let (one, many) = (
+            scratch(&format!("{name}-one")),
+            scratch(&format!("{name}-many")),
+        );
+        let (whole, _) =
+            run_sharded(experiment, Profile::Smoke, &one, true, Sharding::All).unwrap();
+        for index in 0..2 {
+            let sharding = Sharding::Shard { index, count: 2 };
+            run_sharded(experiment, Profile::Smoke, &many, true, sharding).unwrap();
+        }
+        let (merged, _) =
+            run_sharded(experiment, Profile::Smoke, &many, true, Sharding::Merge).unwrap();
+        assert_eq!(
+            without_timings(merged.rows),
+            without_timings(whole.rows),
+            "{name}"
+        );
+        assert_eq!(merged.claims, whole.claims, "{name}");
+        for dir in [one, many] {
+            std::fs::remove_dir_all(dir).unwrap();
+        }
     }
 }
