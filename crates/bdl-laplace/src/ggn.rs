@@ -9,7 +9,7 @@ use bdl_likelihoods::Likelihood;
 use bdl_models::{Cache, Model};
 use candle_core::{DType, Tensor};
 use faer::linalg::matmul::triangular::{self, BlockStructure};
-use faer::{Accum, Mat};
+use faer::{Accum, Mat, MatMut, MatRef};
 
 use crate::Result;
 
@@ -73,19 +73,7 @@ pub fn ggn(
         let m = Tensor::cat(pending, 0)?;
         pending.clear();
         // Only the lower triangle of MᵀM is computed (a SYRK); the upper is mirrored at the end.
-        bdl_tensor::with_mat_ref(&m, |m| {
-            triangular::matmul(
-                h.as_mut(),
-                BlockStructure::TriangularLower,
-                Accum::Add,
-                m.transpose(),
-                BlockStructure::Rectangular,
-                m,
-                BlockStructure::Rectangular,
-                1.0,
-                faer::get_global_parallelism(),
-            )
-        })?;
+        bdl_tensor::with_mat_ref(&m, |m| add_lower_gram(h.as_mut(), m.transpose()))?;
         Ok(())
     };
     for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m| {
@@ -98,6 +86,22 @@ pub fn ggn(
     flush(&mut pending, &mut h)?;
     mirror_lower(&mut h);
     Ok(h)
+}
+
+/// h += a aᵀ on the lower triangle of the square `h` only (a symmetric rank-k update, on every
+/// thread of the current pool); the upper triangle is not touched.
+pub(crate) fn add_lower_gram(h: MatMut<'_, f64>, a: MatRef<'_, f64>) {
+    triangular::matmul(
+        h,
+        BlockStructure::TriangularLower,
+        Accum::Add,
+        a,
+        BlockStructure::Rectangular,
+        a.transpose(),
+        BlockStructure::Rectangular,
+        1.0,
+        faer::get_global_parallelism(),
+    );
 }
 
 /// Copies the lower triangle of the square `h` onto its upper, in tiles that stay in cache (a

@@ -16,9 +16,8 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt;
-use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::linalg::triangular_solve;
-use faer::{Accum, Mat, MatMut};
+use faer::{Mat, MatMut};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
@@ -208,17 +207,7 @@ impl SubnetLaplace {
         // C = I + U Uᵀ with U = M D^{-1/2}: one rank-s update of the N·K × N·K identity.
         let u = Mat::from_fn(m.nrows(), s, |r, c| m[(r, c)] / prior[c].sqrt());
         let mut c = Mat::<f64>::identity(m.nrows(), m.nrows());
-        triangular::matmul(
-            c.as_mut(),
-            BlockStructure::TriangularLower,
-            Accum::Add,
-            u.as_ref(),
-            BlockStructure::Rectangular,
-            u.transpose(),
-            BlockStructure::Rectangular,
-            1.0,
-            faer::get_global_parallelism(),
-        );
+        crate::ggn::add_lower_gram(c.as_mut(), u.as_ref());
         let lc = cholesky(c)?;
         Ok(Self {
             map,
@@ -432,12 +421,16 @@ impl SubnetLaplace {
     pub fn sample(&self, n: usize, seed: Seed) -> Result<Tensor> {
         let s = self.subset.len();
         let mut rng = seed.fork("laplace-sample").rng();
-        let mut z = Mat::<f64>::zeros(s, n);
-        for j in 0..n {
-            for i in 0..s {
-                z[(i, j)] = StandardNormal.sample(&mut rng);
+        let mut normals = |rows: usize| {
+            let mut z = Mat::<f64>::zeros(rows, n);
+            for j in 0..n {
+                for i in 0..rows {
+                    z[(i, j)] = StandardNormal.sample(&mut rng);
+                }
             }
-        }
+            z
+        };
+        let mut z = normals(s);
         match &self.factor {
             Factor::Dense { l, .. } => triangular_solve::solve_upper_triangular_in_place(
                 l.as_ref().transpose(),
@@ -448,12 +441,7 @@ impl SubnetLaplace {
                 // y = z₁ + Uᵀz₂ ~ N(0, I + UᵀU) (U = M D^{-1/2}, z₂ from the same stream, after
                 // z₁), then D^{-1/2}(I + UᵀU)⁻¹ y = D^{-1/2}(y − Uᵀ C⁻¹ U y) ~ N(0, Σ_S).
                 let sd: Vec<f64> = self.prior.iter().map(|l| l.sqrt().recip()).collect();
-                let mut z2 = Mat::<f64>::zeros(m.nrows(), n);
-                for j in 0..n {
-                    for i in 0..m.nrows() {
-                        z2[(i, j)] = StandardNormal.sample(&mut rng);
-                    }
-                }
+                let z2 = normals(m.nrows());
                 let ut = |w: &Mat<f64>| {
                     let out = m.transpose() * w;
                     Mat::from_fn(out.nrows(), out.ncols(), |i, j| out[(i, j)] * sd[i])
