@@ -36,22 +36,36 @@ use bdl_models::{Activation, Mlp, Model};
 use crate::real::{activate, vectorized};
 use crate::{Block, BlockTarget, Real};
 
-/// Evaluates `$body` with `$rows` bound to each group of four consecutive rows of 0..`$n`, then
-/// to each remaining row alone (as `[usize; 4]` and `[usize; 1]`: [`combine`] keeps that many
-/// rows' partial sums in registers).
+/// Evaluates `$body` with `$rows` bound to each group of eight consecutive rows of 0..`$n`,
+/// then to the remaining rows in groups of four, two and one (as `[usize; Q]`), and `$v` to the
+/// number of LANES-wide column vectors [`combine`] holds per row for that group: Q · V partial
+/// sums fit in the registers (eight of them for f32 under AVX2).
 macro_rules! by_rows {
-    ($n:expr, |$rows:ident| $body:expr) => {{
+    ($n:expr, |$rows:ident, $v:ident| $body:expr) => {{
         let n: usize = $n;
         let mut first = 0;
-        while first + 4 <= n {
+        while first + 8 <= n {
+            const $v: usize = 1;
+            let $rows: [usize; 8] = std::array::from_fn(|q| first + q);
+            $body;
+            first += 8;
+        }
+        if first + 4 <= n {
+            const $v: usize = 1;
             let $rows: [usize; 4] = std::array::from_fn(|q| first + q);
             $body;
             first += 4;
         }
-        while first < n {
+        if first + 2 <= n {
+            const $v: usize = 2;
+            let $rows: [usize; 2] = std::array::from_fn(|q| first + q);
+            $body;
+            first += 2;
+        }
+        if first < n {
+            const $v: usize = 4;
             let $rows = [first];
             $body;
-            first += 1;
         }
     }};
 }
@@ -315,7 +329,7 @@ impl<T: Real> IncrementalMlp<T> {
             self.delta.push(v - self.params[i]);
             self.old.push(std::mem::replace(&mut self.params[i], v));
         }
-        // A plain loop: an iterator's `sum` would be compiled outside the AVX2 context.
+        // A plain loop: an iterator's `sum` would be compiled outside the vectorized context.
         let mut log_lik = 0.0;
         for cols in self.tiles() {
             log_lik += self.propose_tile(block, &cols);
@@ -362,15 +376,22 @@ impl<T: Real> IncrementalMlp<T> {
             }
         }
         for change in &plan.nodes {
-            let o = change.node;
-            let bias = change.bias.map_or(T::from_f64(0.0), |pos| delta[pos]);
-            let z = &mut new.z[at(o)];
-            z.copy_from_slice(&cur.z[at(o)]);
-            for &(j, pos) in &change.weights {
-                axpy(delta[pos], &input[at(j)], z);
-            }
-            z.iter_mut().for_each(|z| *z += bias);
-            activate(net.activations[l], z, &mut new.h[at(o)]);
+            let (o, zero) = (change.node, T::from_f64(0.0));
+            let bias = change.bias.map_or(zero, |pos| delta[pos]);
+            combine::<T, 1, 4>(
+                new,
+                [o],
+                net.activations[l],
+                |_, c| lanes(&cur.z[at(o)], c).map(|z| z + bias),
+                (
+                    change.weights.len(),
+                    |k| &input[at(change.weights[k].0)],
+                    |_, k| delta[change.weights[k].1],
+                ),
+                gathered,
+                len,
+                cols,
+            );
         }
         // The layer above sees only the touched nodes' activations change: for a partial plan,
         // z_{l+1} = z_{l+1} + Σ_o W_{l+1}[:, o] (h'_l[o] − h_l[o]) (d_{l+1} per node and
@@ -395,8 +416,8 @@ impl<T: Real> IncrementalMlp<T> {
             }
             let diffs: &[T] = diffs;
             let cur = &current[l + 1];
-            by_rows!(d_out, |rows| {
-                combine(
+            by_rows!(d_out, |rows, V| {
+                combine::<T, _, V>(
                     next,
                     rows,
                     net.activations[l + 1],
@@ -492,8 +513,8 @@ fn dense_tile<T: Real>(
     let (w, bias) = net.layer(params, k);
     let (d_in, d_out) = (net.widths[k], net.widths[k + 1]);
     let zero = T::from_f64(0.0);
-    by_rows!(d_out, |rows| {
-        combine(
+    by_rows!(d_out, |rows, V| {
+        combine::<T, _, V>(
             out,
             rows,
             net.activations[k],
@@ -510,14 +531,6 @@ fn dense_tile<T: Real>(
     });
 }
 
-/// y += α x.
-#[inline(always)]
-fn axpy<T: Real>(alpha: T, x: &[T], y: &mut [T]) {
-    for (y, &x) in y.iter_mut().zip(x) {
-        *y += alpha * x;
-    }
-}
-
 /// The number of examples one register holds (a multiple of every SIMD width: AVX2 holds eight
 /// f32 or four f64).
 const LANES: usize = 8;
@@ -530,19 +543,19 @@ fn lanes<T: Real>(buffer: &[T], start: usize) -> [T; LANES] {
         .expect("LANES numbers")
 }
 
-/// For Q rows `rows` of a layer on the columns `cols` (a whole number of LANES):
+/// For Q rows `rows` of a layer on the columns `cols` (a whole number of V · LANES):
 ///
 /// ```text
 /// z[r_q, c] = start(q, c) + Σ_{k < n} weight(q, k) · input(k)[c],   h[r_q, c] = φ(z[r_q, c])
 /// ```
 ///
-/// summed in that order. `start(q, c)` and `input(k)` are indexed from the tile's first column;
-/// `gathered` is scratch for the n × Q weights. The Q × LANES partial sums live in registers
-/// while the terms stream past, so each input number is loaded once per Q rows and no partial
-/// sum is stored before it is complete; Q independent sums also hide the latency of the
-/// additions.
+/// summed in that order, each term fused into the running sum (one rounding: [`Real::mul_add`]).
+/// `start(q, c)` and `input(k)` are indexed from the tile's first column; `gathered` is scratch
+/// for the n × Q weights. The Q × V × LANES partial sums live in registers while the terms
+/// stream past, so each input number is loaded once per Q rows and no partial sum is stored
+/// before it is complete; Q · V independent sums also hide the latency of the additions.
 #[inline(always)]
-fn combine<'a, T: Real, const Q: usize>(
+fn combine<'a, T: Real, const Q: usize, const V: usize>(
     out: &mut Buffers<T>,
     rows: [usize; Q],
     act: Activation,
@@ -553,26 +566,34 @@ fn combine<'a, T: Real, const Q: usize>(
     cols: &Range<usize>,
 ) {
     let width = cols.len();
-    debug_assert_eq!(width % LANES, 0);
+    debug_assert_eq!(width % (V * LANES), 0);
     gathered.clear();
     gathered.extend(
         (0..n)
             .flat_map(|k| (0..Q).map(move |q| (q, k)))
             .map(|(q, k)| weight(q, k)),
     );
+    let (weights, _) = gathered.as_chunks::<Q>();
     let bases = rows.map(|r| r * len + cols.start);
-    for c in (0..width).step_by(LANES) {
-        let mut acc: [[T; LANES]; Q] = std::array::from_fn(|q| start(q, c));
-        for (k, w) in gathered.chunks_exact(Q).enumerate() {
-            let a = lanes(input(k), c);
+    for c in (0..width).step_by(V * LANES) {
+        let mut acc: [[[T; LANES]; V]; Q] =
+            std::array::from_fn(|q| std::array::from_fn(|v| start(q, c + v * LANES)));
+        for (k, w) in weights.iter().enumerate() {
+            let row = &input(k)[c..c + V * LANES];
+            let a: [[T; LANES]; V] = std::array::from_fn(|v| lanes(row, v * LANES));
             for (acc, &w) in acc.iter_mut().zip(w) {
-                for (s, &a) in acc.iter_mut().zip(&a) {
-                    *s += w * a;
+                for (acc, a) in acc.iter_mut().zip(&a) {
+                    for (s, &a) in acc.iter_mut().zip(a) {
+                        *s = w.mul_add(a, *s);
+                    }
                 }
             }
         }
         for (acc, base) in acc.iter().zip(bases) {
-            out.z[base + c..base + c + LANES].copy_from_slice(acc);
+            for (v, acc) in acc.iter().enumerate() {
+                let at = base + c + v * LANES;
+                out.z[at..at + LANES].copy_from_slice(acc);
+            }
         }
     }
     // φ along whole rows of the tile (a long loop vectorises better than eight numbers).

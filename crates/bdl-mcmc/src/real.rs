@@ -36,12 +36,16 @@ pub trait Real: WithDType + sealed::Sealed {
     fn ln(self) -> Self;
     /// tanh x (the standard library's).
     fn tanh(self) -> Self;
+    /// self · a + b with one rounding (the standard library's; a single instruction where the
+    /// processor has FMA, and the same result everywhere).
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
-/// p(x) = c₀ + x (c₁ + x (c₂ + …)), unrolled at compile time.
+/// p(x) = c₀ + x (c₁ + x (c₂ + …)), unrolled at compile time, each step one fused
+/// multiply-add.
 macro_rules! horner {
     ($x:expr; $c:expr) => { $c };
-    ($x:expr; $c:expr, $($rest:expr),+) => { $c + $x * horner!($x; $($rest),+) };
+    ($x:expr; $c:expr, $($rest:expr),+) => { $x.mul_add(horner!($x; $($rest),+), $c) };
 }
 
 /// `Real` for one float type; `$bits` its bit type, `$mant` its mantissa width, `$bias` its
@@ -110,6 +114,11 @@ macro_rules! real {
             fn tanh(self) -> Self {
                 <$t>::tanh(self)
             }
+
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
+            }
         }
     };
 }
@@ -175,27 +184,44 @@ real!(
     ]
 );
 
-/// Runs `f` compiled for AVX2 when the processor has it, otherwise as built (SSE2 on x86-64).
+/// Runs `f` compiled for the widest vector instructions the processor has: AVX-512 (with AVX2
+/// and FMA), else AVX2 with FMA, else as built (SSE2 on x86-64).
 ///
-/// Everything `f` calls must be `#[inline(always)]` to be compiled for AVX2 too. The results are
-/// the same either way: Rust never fuses a multiply and an add, and every sum here is taken in a
-/// fixed order, so eight lanes compute exactly what four or one would.
+/// Everything `f` calls must be `#[inline(always)]` to be compiled for those instructions too.
+/// The results are the same on every path: Rust never fuses a multiply and an add on its own,
+/// the evaluator's fused steps are explicit ([`Real::mul_add`], one rounding whether the
+/// processor has an FMA instruction or not), and every sum is taken in a fixed order, so sixteen
+/// lanes compute exactly what eight or one would.
 #[inline(always)]
 pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx2")]
+        #[target_feature(enable = "avx512f,avx2,fma")]
+        fn avx512<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
+        #[target_feature(enable = "avx2,fma")]
         fn avx2<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if std::is_x86_feature_detected!("avx2") {
-            // The workspace's one `unsafe`: calling a function compiled for an instruction set
-            // extension is sound once the processor is known to have it.
-            // SAFETY: the processor has AVX2 (checked just above).
-            #[allow(unsafe_code)]
-            return unsafe { avx2(f) };
+        let (avx2_fma, has_avx512) = (
+            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
+            std::is_x86_feature_detected!("avx512f"),
+        );
+        // The workspace's one `unsafe`: calling a function compiled for an instruction set
+        // extension is sound once the processor is known to have it.
+        // SAFETY: each function is called only when the processor has every extension it is
+        // compiled for (checked just above; AVX-512 is taken only together with AVX2 and FMA).
+        #[allow(unsafe_code)]
+        unsafe {
+            match (avx2_fma, has_avx512) {
+                (true, true) => avx512(f),
+                (true, false) => avx2(f),
+                (false, _) => f(),
+            }
         }
     }
+    #[cfg(not(target_arch = "x86_64"))]
     f()
 }
 
