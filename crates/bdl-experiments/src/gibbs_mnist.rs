@@ -24,7 +24,10 @@
 //! the same rule for the variances, 50 iterations.
 //!
 //! Each run's wall time (its chain alone on a core) is in its row of `results.json`, with the
-//! iteration the chain was resumed at.
+//! iteration the chain was resumed at. Each run is a unit (`units`): its row and its traces
+//! (thinned to 2000 points) are saved as soon as its chain is sampled and summarised, so the
+//! paper profile's nine chains can be sampled in separate sessions or on separate machines
+//! (`--shard K/N`, then `--merge`) and only the small unit files carried between them.
 
 use std::time::Instant;
 
@@ -42,11 +45,12 @@ use bdl_mcmc::{
 };
 use bdl_models::{Activation, Mlp, MlpSpec, Model as _, Network};
 use bdl_tensor::{Seed, SubBlocks};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::claim::{Claim, Verdict};
 use crate::concurrency::side_by_side;
 use crate::gibbs_xor::{ChainProgress, accuracy, list, summarise};
+use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
 const WIDTHS: &[usize] = &[784, 10, 10, 10, 10];
@@ -63,7 +67,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Papamarkou (2023), MNIST: minibatch blocked Gibbs for MLP(784, 10, 10, 10, 10) at \
      several batch sizes, chain length, node against layer blocks",
     run,
-    shards: false,
+    shards: true,
 };
 
 /// The settings of a profile.
@@ -175,14 +179,14 @@ impl Settings {
 }
 
 /// An accuracy with the iteration count it refers to.
-#[derive(Clone, Copy, Debug, Serialize)]
+#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
 struct AccuracyAt {
     iterations: u64,
     accuracy: f64,
 }
 
 /// One batch size's chain, in `results.json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Serialize, Deserialize)]
 struct Row {
     /// The image collection.
     data: Collection,
@@ -419,10 +423,17 @@ fn run(ctx: &Context) -> Result<Outcome> {
 
     // One chain per run, each on its own thread: the paper's best batch size first, then the
     // largest; a run's wall time is its own as long as there are no more workers than cores
-    // (`side_by_side`).
-    let total = settings.iterations * runs.len() as u64;
-    let bar = ctx.bar(total, "iterations");
-    bar.set_message(format!("{} chains", runs.len()));
+    // (`side_by_side`). Each run is a unit (its row and traces): the paper profile saves it as
+    // it finishes and a rerun reads it back; a shard takes its share.
+    let units = Units::new(ctx, &settings)?;
+    let key = |run: &Run| {
+        format!(
+            "{}-batch-{}-{}",
+            data[run.data].0.folder(),
+            run.batch,
+            run.config.gibbs.blocking.slug()
+        )
+    };
     let mut order: Vec<usize> = (0..runs.len()).collect();
     order.sort_by_key(|&i| {
         let r = &runs[i];
@@ -432,58 +443,63 @@ fn run(ctx: &Context) -> Result<Outcome> {
             r.data,
         )
     });
-    let timed = side_by_side(&order, |&i| -> Result<(usize, f64, u64)> {
+    let keys: Vec<String> = order.iter().map(|&i| key(&runs[i])).collect();
+    let mine = units.share(order);
+    let bar = ctx.bar(settings.iterations * mine.len() as u64, "iterations");
+    bar.set_message(format!("{} chains", mine.len()));
+    let done = side_by_side(&mine, |&i| -> Result<(usize, (Row, Traces))> {
         let run = &runs[i];
-        let (collection, train, _) = &data[run.data];
-        let progress = ChainProgress::new(&bar, 1);
-        let start = Instant::now();
-        let report = bdl_mcmc::run_chain(
-            &mlp,
-            LIKELIHOOD,
-            train,
-            &run.config,
-            &dir_of(run),
-            0,
-            &|r| progress.report(r),
-        )
-        .with_context(|| {
-            format!(
-                "sampling {} at batch size {}",
-                collection.folder(),
-                run.batch
+        let (collection, train, test) = &data[run.data];
+        let unit = units.get_or_run(&key(run), || {
+            let progress = ChainProgress::new(&bar, 1);
+            let start = Instant::now();
+            let report = bdl_mcmc::run_chain(
+                &mlp,
+                LIKELIHOOD,
+                train,
+                &run.config,
+                &dir_of(run),
+                0,
+                &|r| progress.report(r),
             )
+            .with_context(|| {
+                format!(
+                    "sampling {} at batch size {}",
+                    collection.folder(),
+                    run.batch
+                )
+            })?;
+            progress.finish(run.config.iterations);
+            let wall_s = start.elapsed().as_secs_f64();
+            let chain = Chain::open(&bdl_mcmc::chain_dir(&dir_of(run), 0))?;
+            let (row, traces) = summarise_chain(&chain, &mlp, &settings, test, run, *collection)?;
+            let sampled = settings.iterations.saturating_sub(report.resumed_at);
+            let row = Row {
+                wall_s,
+                ms_per_iteration: 1e3 * wall_s / sampled.max(1) as f64,
+                resumed_at: report.resumed_at,
+                ..row
+            };
+            Ok((row, traces))
         })?;
-        progress.finish(run.config.iterations);
-        Ok((i, start.elapsed().as_secs_f64(), report.resumed_at))
+        Ok((i, unit))
     })?;
-    let mut walls = vec![(0.0, 0); runs.len()];
-    for (i, wall, resumed_at) in timed {
-        walls[i] = (wall, resumed_at);
-    }
     bar.finish_and_clear();
-
-    let mut rows = Vec::new();
-    let mut traces = Vec::new();
-    for (run, (wall_s, resumed_at)) in runs.iter().zip(walls) {
-        let (collection, _, test) = &data[run.data];
-        let blocking = run.config.gibbs.blocking.clone();
+    if let Some(shard) = units.shard_outcome(keys, runs.len()) {
+        return Ok(shard);
+    }
+    let mut done: Vec<(usize, (Row, Traces))> = done;
+    done.sort_by_key(|(i, _)| *i);
+    let (rows, traces): (Vec<Row>, Vec<Traces>) = done.into_iter().map(|(_, unit)| unit).unzip();
+    for row in &rows {
         ctx.log(format!(
-            "{}, batch {}, {}: {} iterations in {wall_s:.1} s",
-            collection.folder(),
-            run.batch,
-            blocking.abbreviation(),
-            settings.iterations
+            "{}, batch {}, {}: {} iterations in {:.1} s",
+            row.data.folder(),
+            row.batch_size,
+            row.blocking.abbreviation(),
+            row.iterations,
+            row.wall_s
         ));
-        let chain = Chain::open(&bdl_mcmc::chain_dir(&dir_of(run), 0))?;
-        let (row, trace) = summarise_chain(&chain, &mlp, &settings, test, run, *collection)?;
-        rows.push(Row {
-            wall_s,
-            ms_per_iteration: 1e3 * wall_s
-                / settings.iterations.saturating_sub(resumed_at).max(1) as f64,
-            resumed_at,
-            ..row
-        });
-        traces.push(trace);
     }
     let (train_sizes, test_sizes): (Vec<usize>, Vec<usize>) =
         data.iter().map(|(_, tr, te)| (tr.len(), te.len())).unzip();
@@ -532,7 +548,9 @@ fn title_of(collection: Collection) -> &'static str {
     }
 }
 
-/// What a chain's figure panels draw besides its row.
+/// What a chain's figure panels draw besides its row (each trace thinned to at most
+/// [`TRACE_POINTS`] points, evenly).
+#[derive(Serialize, Deserialize)]
 struct Traces {
     /// The log-target at every recorded iteration.
     log_target: (Vec<u64>, Vec<f64>),
@@ -605,6 +623,7 @@ fn summarise_chain(
         })
         .collect();
     let trace = chain.log_target_trace()?;
+    let final_log_target = trace.1.last().copied().unwrap_or(f64::NAN);
     let row = Row {
         data: collection,
         batch_size: run.batch,
@@ -621,17 +640,27 @@ fn summarise_chain(
         record_every: settings.record_every,
         accuracy_last,
         accuracy_stopped_at,
-        final_log_target: trace.1.last().copied().unwrap_or(f64::NAN),
+        final_log_target,
         wall_s: 0.0,
         ms_per_iteration: 0.0,
         resumed_at: 0,
     };
+    let weights: Vec<Vec<f64>> = weights;
     let traces = Traces {
-        log_target: trace,
-        iterations: kept.iterations,
-        weights,
+        log_target: (thin(&trace.0), thin(&trace.1)),
+        iterations: thin(&kept.iterations),
+        weights: weights.iter().map(|w| thin(w)).collect(),
     };
     Ok((row, traces))
+}
+
+/// The most points of a trace in a figure (and in a saved unit).
+const TRACE_POINTS: usize = 2000;
+
+/// Every k-th of `values`, the smallest k that leaves at most [`TRACE_POINTS`], first included.
+fn thin<T: Copy>(values: &[T]) -> Vec<T> {
+    let step = values.len().div_ceil(TRACE_POINTS).max(1);
+    values.iter().step_by(step).copied().collect()
 }
 
 /// The node-block (or finer node-block) rows, by batch size.

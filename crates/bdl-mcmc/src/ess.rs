@@ -81,7 +81,7 @@ pub fn ess_by_layer(draws: &[f64], layout: &ParamLayout) -> Vec<LayerEss> {
 }
 
 /// The effective sample sizes of one layer's parameters.
-#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct LayerEss {
     /// The layer (0 = the first).
     pub layer: usize,
