@@ -249,9 +249,9 @@ impl<T: Real> IncrementalMlp<T> {
     /// as the data batch. The next [`reset`](BlockTarget::reset) evaluates on it.
     pub(crate) fn set_batch(&mut self, x: &[T], y: &[f64], indices: &[usize]) {
         let (d, w, n) = (self.net.widths[0], self.target_width, indices.len());
-        // Rows padded with zero examples to a whole number of 4 · LANES; the padding is evaluated
+        // Rows padded with zero examples to a whole number of 8 · LANES; the padding is evaluated
         // like the rest and left out of the log-likelihood.
-        let b = n.next_multiple_of(4 * LANES);
+        let b = n.next_multiple_of(8 * LANES);
         let zero = T::from_f64(0.0);
         let batch = &mut self.batch;
         (batch.len, batch.examples) = (b, n);
@@ -378,7 +378,9 @@ impl<T: Real> IncrementalMlp<T> {
         for change in &plan.nodes {
             let (o, zero) = (change.node, T::from_f64(0.0));
             let bias = change.bias.map_or(zero, |pos| delta[pos]);
-            combine::<T, 1, 4>(
+            // One row: sixty-four examples' partial sums (eight registers under AVX2; AVX-512
+            // has the registers to spare for the input numbers besides).
+            combine::<T, 1, 8>(
                 new,
                 [o],
                 net.activations[l],

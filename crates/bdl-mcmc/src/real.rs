@@ -184,8 +184,9 @@ real!(
     ]
 );
 
-/// Runs `f` compiled for the widest vector instructions the processor has: AVX-512 (with AVX2
-/// and FMA), else AVX2 with FMA, else as built (SSE2 on x86-64).
+/// Runs `f` compiled for the widest vector instructions the processor has: AVX-512 (F and VL,
+/// whose 32 registers also serve eight-lane code, with AVX2 and FMA), else AVX2 with FMA, else
+/// as built (SSE2 on x86-64).
 ///
 /// Everything `f` calls must be `#[inline(always)]` to be compiled for those instructions too.
 /// The results are the same on every path: Rust never fuses a multiply and an add on its own,
@@ -196,7 +197,7 @@ real!(
 pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
-        #[target_feature(enable = "avx512f,avx2,fma")]
+        #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
         fn avx512<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
@@ -206,12 +207,13 @@ pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
         }
         let (avx2_fma, has_avx512) = (
             std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            std::is_x86_feature_detected!("avx512f"),
+            std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl"),
         );
         // The workspace's one `unsafe`: calling a function compiled for an instruction set
         // extension is sound once the processor is known to have it.
         // SAFETY: each function is called only when the processor has every extension it is
-        // compiled for (checked just above; AVX-512 is taken only together with AVX2 and FMA).
+        // compiled for (checked just above; AVX-512 F and VL are taken only together with AVX2 and
+        // FMA).
         #[allow(unsafe_code)]
         unsafe {
             match (avx2_fma, has_avx512) {
