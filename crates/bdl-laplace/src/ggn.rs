@@ -76,7 +76,7 @@ pub fn ggn(
         bdl_tensor::with_mat_ref(&m, |m| add_lower_gram(h.as_mut(), m.transpose()))?;
         Ok(())
     };
-    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m| {
+    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m, _| {
         pending.push(m);
         if pending.iter().map(|m| m.dims()[0]).sum::<usize>() >= chunk_rows {
             flush(&mut pending, &mut h)?;
@@ -124,6 +124,9 @@ fn mirror_lower(h: &mut Mat<f64>) {
 const CHUNK_BYTES: usize = 64 << 20;
 
 /// M, the rows M_n = L_nᵀ J_S(x_n) of every example stacked (N·K × |S|, f64): H_S = MᵀM.
+///
+/// Each minibatch's rows are copied straight into their place, so M is held once (with one
+/// minibatch of rows besides), never as a list of parts and their concatenation.
 pub(crate) fn factor_rows(
     model: &impl Model,
     theta: &Tensor,
@@ -132,16 +135,23 @@ pub(crate) fn factor_rows(
     subset: &[usize],
     batch_size: usize,
 ) -> Result<Mat<f64>> {
-    let mut parts = Vec::new();
-    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |m| {
-        parts.push(m);
+    let (n, s) = (bdl_inference::n_rows(x, "x")?, subset.len());
+    let mut m: Option<Mat<f64>> = None;
+    let mut filled = 0;
+    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |part, k| {
+        bdl_tensor::with_mat_ref(&part, |part| {
+            let rows = part.nrows();
+            let m = m.get_or_insert_with(|| Mat::zeros(n * k, s));
+            m.as_mut().subrows_mut(filled, rows).copy_from(part);
+            filled += rows;
+        })?;
         Ok(())
     })?;
-    Ok(bdl_tensor::to_mat(&Tensor::cat(&parts, 0)?)?)
+    Ok(m.unwrap_or_else(|| Mat::zeros(0, s)))
 }
 
 /// Visits the rows of M one minibatch at a time, as contiguous row-major f64 tensors
-/// `[B·K, |S|]`.
+/// `[B·K, |S|]`, with K.
 fn for_each_factor_rows(
     model: &impl Model,
     theta: &Tensor,
@@ -149,7 +159,7 @@ fn for_each_factor_rows(
     x: &Tensor,
     subset: &[usize],
     batch_size: usize,
-    mut visit: impl FnMut(Tensor) -> Result<()>,
+    mut visit: impl FnMut(Tensor, usize) -> Result<()>,
 ) -> Result<()> {
     let s = subset.len();
     for_each_batch(model, theta, likelihood, x, batch_size, |cache, factor| {
@@ -161,7 +171,7 @@ fn for_each_factor_rows(
         } else {
             factor.transpose(1, 2)?.matmul(&j)?
         };
-        visit(m.reshape((b * k, s))?.to_dtype(DType::F64)?.contiguous()?)
+        visit(m.reshape((b * k, s))?.to_dtype(DType::F64)?.contiguous()?, k)
     })
 }
 

@@ -204,10 +204,17 @@ impl SubnetLaplace {
             )
             .into());
         }
-        // C = I + U Uᵀ with U = M D^{-1/2}: one rank-s update of the N·K × N·K identity.
-        let u = Mat::from_fn(m.nrows(), s, |r, c| m[(r, c)] / prior[c].sqrt());
+        // C = I + U Uᵀ with U = M D^{-1/2}, as rank updates of the N·K × N·K identity by
+        // blocks of U's columns (U itself would be a second copy of M).
+        const BLOCK: usize = 1024;
         let mut c = Mat::<f64>::identity(m.nrows(), m.nrows());
-        crate::ggn::add_lower_gram(c.as_mut(), u.as_ref());
+        for first in (0..s).step_by(BLOCK) {
+            let cols = BLOCK.min(s - first);
+            let u = Mat::from_fn(m.nrows(), cols, |r, k| {
+                m[(r, first + k)] / prior[first + k].sqrt()
+            });
+            crate::ggn::add_lower_gram(c.as_mut(), u.as_ref());
+        }
         let lc = cholesky(c)?;
         Ok(Self {
             map,
