@@ -17,7 +17,7 @@ use candle_core::{DType, Device, Tensor};
 use faer::dyn_stack::{MemBuffer, MemStack};
 use faer::linalg::cholesky::llt;
 use faer::linalg::triangular_solve;
-use faer::{Mat, MatMut};
+use faer::{Mat, MatMut, MatRef};
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
@@ -132,6 +132,18 @@ fn cholesky(mut a: Mat<f64>) -> Result<Mat<f64>> {
     Ok(a)
 }
 
+/// C += U Uᵀ (its lower triangle) with U = M D^{-1/2}, D = diag(`prior`), by rank updates of
+/// `block` of U's columns at a time: U itself would be a second copy of M.
+fn add_lower_scaled_gram(mut c: MatMut<'_, f64>, m: MatRef<'_, f64>, prior: &[f64], block: usize) {
+    for first in (0..m.ncols()).step_by(block) {
+        let cols = block.min(m.ncols() - first);
+        let u = Mat::from_fn(m.nrows(), cols, |r, k| {
+            m[(r, first + k)] / prior[first + k].sqrt()
+        });
+        crate::ggn::add_lower_gram(c.as_mut(), u.as_ref());
+    }
+}
+
 fn solve_lower(l: &Mat<f64>, b: MatMut<'_, f64>) {
     triangular_solve::solve_lower_triangular_in_place(
         l.as_ref(),
@@ -204,17 +216,8 @@ impl SubnetLaplace {
             )
             .into());
         }
-        // C = I + U Uᵀ with U = M D^{-1/2}, as rank updates of the N·K × N·K identity by
-        // blocks of U's columns (U itself would be a second copy of M).
-        const BLOCK: usize = 1024;
         let mut c = Mat::<f64>::identity(m.nrows(), m.nrows());
-        for first in (0..s).step_by(BLOCK) {
-            let cols = BLOCK.min(s - first);
-            let u = Mat::from_fn(m.nrows(), cols, |r, k| {
-                m[(r, first + k)] / prior[first + k].sqrt()
-            });
-            crate::ggn::add_lower_gram(c.as_mut(), u.as_ref());
-        }
+        add_lower_scaled_gram(c.as_mut(), m.as_ref(), &prior, 1024);
         let lc = cholesky(c)?;
         Ok(Self {
             map,
@@ -575,5 +578,36 @@ impl Posterior for SubnetLaplace {
         }
         let ggn = bdl_tensor::to_mat(&saved.tensor("ggn", &[s, s])?)?;
         Ok(Self::from_ggn(map, subset, ggn, &saved.config)?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The Gram matrix of M D^{-1/2} summed over column blocks of any size is the one-block sum
+    /// and M D⁻¹ Mᵀ computed entry by entry (to rounding: the blocks change the order of the
+    /// sums).
+    #[test]
+    fn the_scaled_gram_by_column_blocks_is_the_whole_product() {
+        let (rows, cols) = (7, 11);
+        let m = Mat::from_fn(rows, cols, |r, c| ((3 * r + 5 * c) % 7) as f64 - 2.5);
+        let prior: Vec<f64> = (0..cols).map(|c| 0.5 + c as f64).collect();
+        let lower = |block: usize| {
+            let mut c = Mat::<f64>::zeros(rows, rows);
+            add_lower_scaled_gram(c.as_mut(), m.as_ref(), &prior, block);
+            c
+        };
+        let whole = lower(cols);
+        for block in [1, 3, 4, 64] {
+            let blocks = lower(block);
+            for i in 0..rows {
+                for j in 0..=i {
+                    let exact: f64 = (0..cols).map(|k| m[(i, k)] * m[(j, k)] / prior[k]).sum();
+                    assert!((blocks[(i, j)] - whole[(i, j)]).abs() <= 1e-12 * (1.0 + exact.abs()));
+                    assert!((blocks[(i, j)] - exact).abs() <= 1e-12 * (1.0 + exact.abs()));
+                }
+            }
+        }
     }
 }
