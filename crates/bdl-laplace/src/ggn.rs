@@ -138,15 +138,23 @@ pub(crate) fn factor_rows(
     let (n, s) = (bdl_inference::n_rows(x, "x")?, subset.len());
     let mut m: Option<Mat<f64>> = None;
     let mut filled = 0;
-    for_each_factor_rows(model, theta, likelihood, x, subset, batch_size, |part, k| {
-        bdl_tensor::with_mat_ref(&part, |part| {
-            let rows = part.nrows();
-            let m = m.get_or_insert_with(|| Mat::zeros(n * k, s));
-            m.as_mut().subrows_mut(filled, rows).copy_from(part);
-            filled += rows;
-        })?;
-        Ok(())
-    })?;
+    for_each_factor_rows(
+        model,
+        theta,
+        likelihood,
+        x,
+        subset,
+        batch_size,
+        |part, k| {
+            bdl_tensor::with_mat_ref(&part, |part| {
+                let rows = part.nrows();
+                let m = m.get_or_insert_with(|| Mat::zeros(n * k, s));
+                m.as_mut().subrows_mut(filled, rows).copy_from(part);
+                filled += rows;
+            })?;
+            Ok(())
+        },
+    )?;
     Ok(m.unwrap_or_else(|| Mat::zeros(0, s)))
 }
 
@@ -171,7 +179,10 @@ fn for_each_factor_rows(
         } else {
             factor.transpose(1, 2)?.matmul(&j)?
         };
-        visit(m.reshape((b * k, s))?.to_dtype(DType::F64)?.contiguous()?, k)
+        visit(
+            m.reshape((b * k, s))?.to_dtype(DType::F64)?.contiguous()?,
+            k,
+        )
     })
 }
 
