@@ -2,7 +2,7 @@
 //! (smoke profile, four splits), their units gathered in one folder and merged, equal the run
 //! on one machine, row for row; a shard writes no results; a merge with a unit missing fails and
 //! names it; an experiment without units refuses to shard; and the other experiments made of
-//! units (`vadam-rl`, `vadam-uci`, `gibbs-mnist`) merge from two shards to their unsharded rows.
+//! units (`vadam-rl`, `vadam-uci`, `gibbs-mnist`, `gibbs-augment`) merge from two shards to their unsharded rows.
 
 use bdl_experiments::{Profile, Sharding, find, run_sharded};
 
@@ -84,7 +84,7 @@ fn without_timings(mut rows: serde_json::Value) -> serde_json::Value {
 /// system), merged: the unsharded rows and claims, wall times aside.
 #[test]
 fn two_shards_of_every_other_unit_experiment_merge_to_the_unsharded_run() {
-    for name in ["vadam-rl", "vadam-uci", "gibbs-mnist"] {
+    for name in ["vadam-rl", "vadam-uci", "gibbs-mnist", "gibbs-augment"] {
         let experiment = find(name).unwrap();
         let (one, many) = (
             scratch(&format!("{name}-one")),
