@@ -124,7 +124,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         )
     };
     let units = Units::new(ctx, &settings)?;
-    let keys: Vec<String> = all.iter().map(key).collect();
+    let total = all.len();
     let mine = units.share(all);
     let rows = side_by_side(&mine, |unit| -> Result<Row> {
         let &(collection, augmented) = unit;
@@ -137,7 +137,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             )
         })
     })?;
-    if let Some(shard) = units.shard_outcome(keys, 4) {
+    if let Some(shard) = units.shard_outcome(mine.iter().map(key).collect(), total) {
         return Ok(shard);
     }
     for pair in rows.chunks_exact(2) {

@@ -443,7 +443,6 @@ fn run(ctx: &Context) -> Result<Outcome> {
             r.data,
         )
     });
-    let keys: Vec<String> = order.iter().map(|&i| key(&runs[i])).collect();
     let mine = units.share(order);
     let bar = ctx.bar(settings.iterations * mine.len() as u64, "iterations");
     bar.set_message(format!("{} chains", mine.len()));
@@ -485,7 +484,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
         Ok((i, unit))
     })?;
     bar.finish_and_clear();
-    if let Some(shard) = units.shard_outcome(keys, runs.len()) {
+    if let Some(shard) =
+        units.shard_outcome(mine.iter().map(|&i| key(&runs[i])).collect(), runs.len())
+    {
         return Ok(shard);
     }
     let mut done: Vec<(usize, (Row, Traces))> = done;

@@ -92,10 +92,21 @@ fn two_shards_of_every_other_unit_experiment_merge_to_the_unsharded_run() {
         );
         let (whole, _) =
             run_sharded(experiment, Profile::Smoke, &one, true, Sharding::All).unwrap();
+        let mut listed = Vec::new();
+        let mut total = 0;
         for index in 0..2 {
             let sharding = Sharding::Shard { index, count: 2 };
-            run_sharded(experiment, Profile::Smoke, &many, true, sharding).unwrap();
+            let (outcome, _) =
+                run_sharded(experiment, Profile::Smoke, &many, true, sharding).unwrap();
+            let shard = outcome.shard.expect("a shard's outcome");
+            listed.extend(shard.units);
+            total = shard.total;
         }
+        // Each shard lists only its own units, and together they list every unit once.
+        let count = listed.len();
+        listed.sort();
+        listed.dedup();
+        assert_eq!((listed.len(), count), (total, total), "{name}: {listed:?}");
         let (merged, _) =
             run_sharded(experiment, Profile::Smoke, &many, true, Sharding::Merge).unwrap();
         assert_eq!(
