@@ -476,12 +476,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             ..ChainConfig::new(gibbs)
         }
         .check()?;
-        let dir = chains_dir.join(format!(
-            "{network}_{}",
-            run.scenario
-                .trim_start_matches(|c: char| !c.is_alphabetic())
-                .replace(' ', "-")
-        ));
+        let dir = chains_dir.join(format!("{network}_{}", folder_name(&run.scenario)));
         let label = format!("{network} {}", run.scenario);
         bar.set_message(label.clone());
         let timing = sample(&mlp, likelihood, &train, &config, &dir, run.chains, &bar)
@@ -880,9 +875,33 @@ fn figure(rows: &[Row]) -> Figure {
     Figure::new(3).panel(depth).panel(blocking).panel(accuracy)
 }
 
+/// A scenario's label as a folder name: from its first letter on, letters, digits and `.` kept,
+/// every run of anything else one `-` ("(2) exact NBG, v = 0.04" → "exact-NBG-v-0.04").
+fn folder_name(scenario: &str) -> String {
+    let mut name = String::new();
+    for c in scenario
+        .trim_start_matches(|c: char| !c.is_alphabetic())
+        .chars()
+    {
+        if c.is_ascii_alphanumeric() || c == '.' {
+            name.push(c);
+        } else if !name.ends_with('-') {
+            name.push('-');
+        }
+    }
+    name.trim_end_matches('-').to_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scenario_folders_are_plain_names() {
+        assert_eq!(folder_name("(1) minibatch NBG"), "minibatch-NBG");
+        assert_eq!(folder_name("exact NBG, v = 0.04"), "exact-NBG-v-0.04");
+        assert_eq!(folder_name("minibatch LBG"), "minibatch-LBG");
+    }
 
     /// A row of `network` and `scenario` with per-chain layer acceptances, lowest block
     /// acceptances and accuracies, and a wall time.
