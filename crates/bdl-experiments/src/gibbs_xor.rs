@@ -476,7 +476,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             ..ChainConfig::new(gibbs)
         }
         .check()?;
-        let dir = chains_dir.join(format!("{network}_{}", folder_name(&run.scenario)));
+        let dir = chains_dir.join(format!("{network}_{}", folder_name(run.scenario)));
         let label = format!("{network} {}", run.scenario);
         bar.set_message(label.clone());
         let timing = sample(&mlp, likelihood, &train, &config, &dir, run.chains, &bar)
