@@ -155,7 +155,9 @@ pub(crate) fn factor_rows(
             Ok(())
         },
     )?;
-    Ok(m.unwrap_or_else(|| Mat::zeros(0, s)))
+    let m = m.unwrap_or_else(|| Mat::zeros(0, s));
+    assert_eq!(filled, m.nrows(), "every example gave its K factor rows");
+    Ok(m)
 }
 
 /// Visits the rows of M one minibatch at a time, as contiguous row-major f64 tensors
