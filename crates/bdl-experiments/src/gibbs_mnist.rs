@@ -489,7 +489,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     {
         return Ok(shard);
     }
-    let mut done: Vec<(usize, (Row, Traces))> = done;
+    let mut done = done;
     done.sort_by_key(|(i, _)| *i);
     let (rows, traces): (Vec<Row>, Vec<Traces>) = done.into_iter().map(|(_, unit)| unit).unzip();
     for row in &rows {
@@ -614,7 +614,7 @@ fn summarise_chain(
     let ess = bdl_mcmc::ess_by_layer(&draws, mlp.layout());
     let d = mlp.layout().len();
     let segments = mlp.layout().segments();
-    let weights = mlp
+    let weights: Vec<Vec<f64>> = mlp
         .layout()
         .layers()
         .iter()
@@ -624,7 +624,6 @@ fn summarise_chain(
         })
         .collect();
     let trace = chain.log_target_trace()?;
-    let final_log_target = trace.1.last().copied().unwrap_or(f64::NAN);
     let row = Row {
         data: collection,
         batch_size: run.batch,
@@ -641,12 +640,11 @@ fn summarise_chain(
         record_every: settings.record_every,
         accuracy_last,
         accuracy_stopped_at,
-        final_log_target,
+        final_log_target: trace.1.last().copied().unwrap_or(f64::NAN),
         wall_s: 0.0,
         ms_per_iteration: 0.0,
         resumed_at: 0,
     };
-    let weights: Vec<Vec<f64>> = weights;
     let traces = Traces {
         log_target: (thin(&trace.0), thin(&trace.1)),
         iterations: thin(&kept.iterations),
@@ -953,6 +951,18 @@ fn as_f64(iterations: &[u64]) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn traces_are_thinned_evenly_to_at_most_the_figure_points() {
+        let long: Vec<u64> = (0..4500).collect();
+        let thinned = thin(&long);
+        // Every third point (two would leave 2250 > 2000), the first included.
+        assert_eq!(thinned.len(), 1500);
+        assert_eq!(&thinned[..3], &[0, 3, 6]);
+        let short: Vec<u64> = (0..10).collect();
+        assert_eq!(thin(&short), short);
+        assert_eq!(thin::<u64>(&[]), Vec::<u64>::new());
+    }
 
     /// A row at `batch` with `blocking`, per-layer acceptances, the lowest block acceptance,
     /// the test accuracy and the accuracies of the chain stopped at 100 and 200.
