@@ -2,7 +2,8 @@
 //! (smoke profile, four splits), their units gathered in one folder and merged, equal the run
 //! on one machine, row for row; a shard writes no results; a merge with a unit missing fails and
 //! names it; an experiment without units refuses to shard; and the other experiments made of
-//! units (`vadam-rl`, `vadam-uci`, `gibbs-mnist`, `gibbs-augment`) merge from two shards to their unsharded rows.
+//! units (`vadam-rl`, `vadam-uci`, `gibbs-mnist`, `gibbs-augment`) merge from two shards to
+//! their unsharded rows, each shard listing only its own units.
 
 use bdl_experiments::{Profile, Sharding, find, run_sharded};
 
