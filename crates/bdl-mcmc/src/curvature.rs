@@ -13,23 +13,6 @@
 //! rate does with depth, or why a large block does or does not collapse, follows from tr H_b
 //! (`gibbs-xor` reports it beside the observed rates).
 
-/// Φ(x), the standard normal distribution function (Abramowitz & Stegun 7.1.26 for erf:
-/// absolute error below 1.5·10⁻⁷).
-pub(crate) fn standard_normal_cdf(x: f64) -> f64 {
-    let z = x.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * z);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let erf = 1.0 - poly * (-z * z).exp();
-    if x >= 0.0 {
-        0.5 * (1.0 + erf)
-    } else {
-        0.5 * (1.0 - erf)
-    }
-}
-
 /// 2Φ(−½ √(v · t)): the acceptance rate of a Gaussian random-walk proposal of variance `v`
 /// per parameter on a locally Gaussian target whose curvature has trace `t` over the block.
 ///
@@ -39,7 +22,7 @@ pub(crate) fn standard_normal_cdf(x: f64) -> f64 {
 /// assert!((rate - 0.11).abs() < 0.005);
 /// ```
 pub fn random_walk_acceptance(variance: f64, curvature_trace: f64) -> f64 {
-    2.0 * standard_normal_cdf(-0.5 * (variance * curvature_trace).max(0.0).sqrt())
+    2.0 * bdl_tensor::standard_normal_cdf(-0.5 * (variance * curvature_trace).max(0.0).sqrt())
 }
 
 #[cfg(test)]
@@ -49,15 +32,6 @@ mod tests {
     use rand_distr::{Distribution, StandardNormal};
 
     use super::*;
-
-    #[test]
-    fn the_distribution_function_matches_known_values() {
-        // Φ(0) = ½, Φ(1.959964) = 0.975, Φ(−1) = 0.158655254 (tables).
-        assert!((standard_normal_cdf(0.0) - 0.5).abs() < 1e-9);
-        assert!((standard_normal_cdf(1.959_964) - 0.975).abs() < 2e-7);
-        assert!((standard_normal_cdf(-1.0) - 0.158_655_254).abs() < 2e-7);
-        assert!(standard_normal_cdf(-40.0) >= 0.0 && standard_normal_cdf(40.0) <= 1.0);
-    }
 
     /// Random-walk Metropolis on N(0, diag(1/h)) in 200 dimensions (curvatures h spread over
     /// [0.5, 5]): the rate over 20,000 proposals from the target against the formula. The

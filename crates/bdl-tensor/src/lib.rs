@@ -20,6 +20,7 @@
 mod error;
 mod finite;
 mod gather;
+mod gaussian;
 mod interop;
 mod io;
 mod layout;
@@ -30,6 +31,7 @@ pub use candle_core::{DType, Device, Tensor};
 pub use error::{Error, Result};
 pub use finite::{check_finite, check_shape};
 pub use gather::{GatherIndex, gather_columns, scatter_add_columns};
+pub use gaussian::{standard_normal_32, standard_normal_cdf};
 pub use interop::{from_mat, to_f64_vec, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};

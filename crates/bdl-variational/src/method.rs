@@ -194,31 +194,31 @@ impl Validate for Method {
     }
 }
 
-/// Monte Carlo means of what one step observed, over the samples θ_s = μ + σ∘ε_s.
+/// Monte Carlo means of what one step observed, over the samples θ_s = μ + σ∘ε_s; a mean the
+/// method does not use is kept empty (and not accumulated).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Stats {
     /// ĝ.
     pub(crate) g: Vec<f64>,
-    /// The mean of ĝ_s∘ĝ_s.
+    /// The mean of ĝ_s∘ĝ_s (Vprop, Vadam, VadaGrad).
     pub(crate) g_sq: Vec<f64>,
-    /// The mean of ĝ_s∘ε_s.
+    /// The mean of ĝ_s∘ε_s (IVON, BBVI).
     pub(crate) g_eps: Vec<f64>,
-    /// The mean curvature ĥ (VON, VOGN), empty otherwise.
+    /// The mean curvature ĥ (VON, VOGN).
     pub(crate) h: Vec<f64>,
 }
 
 impl Stats {
-    /// Zeros for D parameters (no ĥ when the method needs no curvature).
-    pub(crate) fn zeros(d: usize, curvature: Curvature) -> Self {
-        let h = match curvature {
-            Curvature::None => 0,
-            Curvature::GgnDiagonal | Curvature::SumSqGrads => d,
-        };
+    /// Zeros for D parameters, for what `method` uses.
+    pub(crate) fn zeros(d: usize, method: &Method) -> Self {
+        let len = |used: bool| if used { d } else { 0 };
+        let with_eps = matches!(method, Method::Ivon { .. } | Method::Bbvi { .. });
+        let curvature = method.curvature() != Curvature::None;
         Self {
             g: vec![0.0; d],
-            g_sq: vec![0.0; d],
-            g_eps: vec![0.0; d],
-            h: vec![0.0; h],
+            g_sq: vec![0.0; len(!with_eps && !curvature)],
+            g_eps: vec![0.0; len(with_eps)],
+            h: vec![0.0; len(curvature)],
         }
     }
 
@@ -346,24 +346,23 @@ impl State {
         &self.sd
     }
 
-    /// Recomputes σ (and BBVI's ∂σ/∂ρ) from the current s.
+    /// Recomputes σ (and BBVI's ∂σ/∂ρ) from the current s, in place.
     fn refresh_sigma(&mut self) {
         let (n, lt, root_tau) = (self.n, self.lt, self.tau.sqrt());
+        self.sd.resize(self.s.len(), 0.0);
         // One branch-free pass per method (vectorised), then the fixed parameters zeroed.
-        self.sd = match self.method {
-            Method::VadaGrad { .. } => self.s.iter().map(|s| s.sqrt().recip()).collect(),
+        let pairs = self.sd.iter_mut().zip(&self.s);
+        match self.method {
+            Method::VadaGrad { .. } => pairs.for_each(|(sd, s)| *sd = s.sqrt().recip()),
             Method::Bbvi { .. } => {
-                let (sd, slope) = self.s.iter().map(|&r| softplus_and_slope(r)).unzip();
-                self.sd_slope = slope;
-                sd
+                self.sd_slope.resize(self.s.len(), 0.0);
+                for ((sd, &rho), slope) in pairs.zip(&mut self.sd_slope) {
+                    (*sd, *slope) = softplus_and_slope(rho);
+                }
             }
-            _ if self.tau == 0.0 => vec![0.0; self.s.len()],
-            _ => self
-                .s
-                .iter()
-                .map(|&s| root_tau * (n * (s + lt)).sqrt().recip())
-                .collect(),
-        };
+            _ if self.tau == 0.0 => self.sd.fill(0.0),
+            _ => pairs.for_each(|(sd, s)| *sd = root_tau * (n * (s + lt)).sqrt().recip()),
+        }
         if let Some(fixed) = &self.fixed {
             for (sd, _) in self.sd.iter_mut().zip(fixed).filter(|(_, fixed)| **fixed) {
                 *sd = 0.0;
@@ -418,13 +417,15 @@ impl State {
                 }
             }
             Method::Vadam { beta1, beta2, .. } => {
-                let (m_debias, s_debias) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
+                // The bias corrections as factors: one division per parameter, not three.
+                let m_debias = (1.0 - beta1.powi(t)).recip();
+                let s_debias = (1.0 - beta2.powi(t)).recip();
                 let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
                 for (((mu, s), m), (&g, &g_sq)) in state.zip(stats.g.iter().zip(&stats.g_sq)) {
                     *m = beta1 * *m + (1.0 - beta1) * (g + lt * *mu);
                     *s = beta2 * *s + (1.0 - beta2) * g_sq;
-                    let m_hat = *m / m_debias;
-                    let s_hat = *s / s_debias;
+                    let m_hat = *m * m_debias;
+                    let s_hat = *s * s_debias;
                     *mu -= alpha * ratio(m_hat, s_hat.sqrt() + lt);
                 }
             }
@@ -487,6 +488,7 @@ impl State {
                 (self.mu[i], self.s[i], self.m[i]) = (mu[i], s[i], m[i]);
             }
         }
+        (self.sd, self.sd_slope) = (sigma, slope);
         self.refresh_sigma();
         let name = self.method.name();
         if self.mu.iter().any(|v| !v.is_finite()) {

@@ -10,7 +10,6 @@
 
 use bdl_inference::{InvalidParam, Valid};
 use bdl_tensor::ChaCha8Rng;
-use rand_distr::{Distribution, StandardNormal};
 
 use crate::method::{Curvature, State, Stats};
 use crate::{DiagGaussian, Error, Result, VariationalConfig};
@@ -93,7 +92,7 @@ impl Online {
             curvature,
             noise: config.seed.fork("perturbation").rng(),
             lr_decay: config.lr_decay,
-            observed: Stats::zeros(d, curvature),
+            observed: Stats::zeros(d, &config.method),
             draws: 0,
             steps: 0,
         })
@@ -102,13 +101,13 @@ impl Online {
     /// θ = μ + σ∘ε with a fresh ε from the perturbation stream (σ = 0 where a parameter is
     /// held fixed).
     pub fn draw(&mut self) -> Draw {
-        let sigma = self.state.sigma();
-        let eps: Vec<f64> = (0..sigma.len())
-            .map(|_| StandardNormal.sample(&mut self.noise))
-            .collect();
-        let theta = (self.state.mu.iter().zip(sigma).zip(&eps))
-            .map(|((mu, sd), e)| mu + sd * e)
-            .collect();
+        let (mu, sigma) = (&self.state.mu, self.state.sigma());
+        let (eps, theta) = (mu.iter().zip(sigma))
+            .map(|(mu, sd)| {
+                let e = bdl_tensor::standard_normal_32(&mut self.noise);
+                (e, mu + sd * e)
+            })
+            .unzip();
         Draw { theta, eps }
     }
 
@@ -142,15 +141,15 @@ impl Online {
                 *acc += v;
             }
         }
-        // One pass over zipped slices, which the compiler vectorises.
-        let sums = (self.observed.g.iter_mut())
-            .zip(&mut self.observed.g_sq)
-            .zip(&mut self.observed.g_eps);
-        for (((sum, sq), with_eps), (&g, &e)) in sums.zip(grad.iter().zip(&draw.eps)) {
-            *sum += g;
-            *sq += g * g;
-            *with_eps += g * e;
-        }
+        // One pass over zipped slices per mean the method uses, which the compiler vectorises.
+        let o = &mut self.observed;
+        o.g.iter_mut().zip(grad).for_each(|(sum, g)| *sum += g);
+        o.g_sq
+            .iter_mut()
+            .zip(grad)
+            .for_each(|(sum, g)| *sum += g * g);
+        let with_eps = o.g_eps.iter_mut().zip(grad.iter().zip(&draw.eps));
+        with_eps.for_each(|(sum, (g, e))| *sum += g * e);
         self.draws += 1;
         Ok(())
     }

@@ -194,10 +194,9 @@ pub fn fit_monitored(
                 let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
                 // The network's products are sums over the minibatch: the means are / M.
                 let mean = |sum: Tensor| -> Result<Vec<f64>> {
-                    Ok(bdl_tensor::to_f64_vec(&sum)?
-                        .iter()
-                        .map(|v| v / m)
-                        .collect())
+                    let mut sum = bdl_tensor::to_f64_vec(&sum)?;
+                    sum.iter_mut().for_each(|v| *v /= m);
+                    Ok(sum)
                 };
                 let g = mean(network.backward(&theta, &cache, &r)?)?;
                 let h = match curvature {
