@@ -28,6 +28,17 @@ fn with_bias() -> bool {
     true
 }
 
+/// a b for a `[N, K]` and b `[K, M]`. With K = 1 (a one-output layer's δ, a one-feature
+/// input) the outer product is a broadcast multiplication: the same N·M products, the same
+/// bits, at a fifth of the cost of a matrix-multiply call (N = 128, M = 50 here).
+fn product(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    Ok(if a.dims()[1] == 1 {
+        a.broadcast_mul(b)?
+    } else {
+        a.matmul(b)?
+    })
+}
+
 /// One dense layer by its widths and activation, as a model description lists it
 /// (`{"in": 8, "out": 50, "activation": "relu"}` in JSON).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -332,7 +343,7 @@ impl Mlp {
     ) -> Result<Tensor> {
         let factors = self.factors(params, cache, grad_f)?;
         let first = &self.layout.split(params)?[self.layout.layers()[0].weight];
-        Ok(factors[0].delta.matmul(first)?)
+        product(&factors[0].delta, first)
     }
 }
 
@@ -363,7 +374,7 @@ impl Model for Mlp {
             .enumerate()
             .zip(self.layout.layers())
         {
-            let mut z = a.matmul(&segments[layer.weight].t()?)?;
+            let mut z = product(&a, &segments[layer.weight].t()?)?;
             if let Some(b) = layer.bias {
                 z = z.broadcast_add(&segments[b])?;
             }
@@ -420,7 +431,7 @@ impl Model for Mlp {
                 delta = (delta * d)?;
             }
             let next = if l > 0 {
-                Some(delta.matmul(&segments[layers[l].weight])?)
+                Some(product(&delta, &segments[layers[l].weight])?)
             } else {
                 None
             };
@@ -438,5 +449,30 @@ impl Model for Mlp {
         }
         factors.reverse();
         Ok(factors)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// For K = 1 the broadcast product gives the matrix product's bits (one rounded product
+    /// per entry either way), in both dtypes; for K > 1 it is the matrix product.
+    #[test]
+    fn the_outer_product_is_the_matrix_product() {
+        let mut rng = Seed(4).rng();
+        for dtype in [DType::F32, DType::F64] {
+            for k in [1, 3] {
+                let a =
+                    bdl_tensor::normal(&mut rng, (37, k), 0.0, 1.0, dtype, &Device::Cpu).unwrap();
+                let b =
+                    bdl_tensor::normal(&mut rng, (k, 11), 0.0, 1.0, dtype, &Device::Cpu).unwrap();
+                let bits = |t: Tensor| -> Vec<u64> {
+                    let v = bdl_tensor::to_f64_vec(&t.flatten_all().unwrap()).unwrap();
+                    v.iter().map(|x| x.to_bits()).collect()
+                };
+                assert_eq!(bits(product(&a, &b).unwrap()), bits(a.matmul(&b).unwrap()));
+            }
+        }
     }
 }
