@@ -248,6 +248,15 @@ impl<T: Real> IncrementalMlp<T> {
     /// Loads the examples `indices` of the row-major inputs `x` (`[N][d₀]`) and target rows `y`
     /// as the data batch. The next [`reset`](BlockTarget::reset) evaluates on it.
     pub(crate) fn set_batch(&mut self, x: &[T], y: &[f64], indices: &[usize]) {
+        vectorized(
+            #[inline(always)]
+            || self.load(x, y, indices),
+        );
+    }
+
+    /// [`set_batch`](Self::set_batch), in the caller's instruction set.
+    #[inline(always)]
+    fn load(&mut self, x: &[T], y: &[f64], indices: &[usize]) {
         let (d, w, n) = (self.net.widths[0], self.target_width, indices.len());
         // Rows padded with zero examples to a whole number of 8 · LANES; the padding is evaluated
         // like the rest and left out of the log-likelihood.
@@ -256,11 +265,28 @@ impl<T: Real> IncrementalMlp<T> {
         let batch = &mut self.batch;
         (batch.len, batch.examples) = (b, n);
         batch.x.resize(d * b, zero);
-        // Transposed 16 examples at a time: 16 rows are read in step, and every write fills
-        // 16 consecutive numbers.
-        for (c, chunk) in indices.chunks(16).enumerate() {
-            let first = 16 * c;
-            for j in 0..d {
+        // Transposed in blocks of 16 examples × 16 inputs: 16 rows are read in step, each in
+        // runs of 16 numbers, and every write fills 16 consecutive numbers.
+        const S: usize = 16;
+        for (c, chunk) in indices.chunks(S).enumerate() {
+            let first = S * c;
+            let mut j = 0;
+            if let Ok(chunk) = <&[usize; S]>::try_from(chunk) {
+                let rows = chunk.map(|i| &x[i * d..(i + 1) * d]);
+                while j + S <= d {
+                    let block: [[T; S]; S] = std::array::from_fn(|r| {
+                        rows[r][j..j + S].try_into().expect("S numbers")
+                    });
+                    for (jj, start) in (j..j + S).map(|j| j * b + first).enumerate() {
+                        let column: &mut [T; S] = (&mut batch.x[start..start + S])
+                            .try_into()
+                            .expect("S numbers");
+                        *column = std::array::from_fn(|r| block[r][jj]);
+                    }
+                    j += S;
+                }
+            }
+            for j in j..d {
                 let column = &mut batch.x[j * b + first..j * b + first + chunk.len()];
                 for (v, &i) in column.iter_mut().zip(chunk) {
                     *v = x[i * d + j];
@@ -569,20 +595,31 @@ fn combine<'a, T: Real, const Q: usize, const V: usize>(
 ) {
     let width = cols.len();
     debug_assert_eq!(width % (V * LANES), 0);
-    gathered.clear();
-    gathered.extend(
-        (0..n)
-            .flat_map(|k| (0..Q).map(move |q| (q, k)))
-            .map(|(q, k)| weight(q, k)),
-    );
-    let (weights, _) = gathered.as_chunks::<Q>();
+    gathered.resize(n * Q, T::from_f64(0.0));
+    let (weights, _) = gathered.as_chunks_mut::<Q>();
+    for (k, w) in weights.iter_mut().enumerate() {
+        for (q, w) in w.iter_mut().enumerate() {
+            *w = weight(q, k);
+        }
+    }
+    let weights = &weights[..n];
     let bases = rows.map(|r| r * len + cols.start);
     for c in (0..width).step_by(V * LANES) {
-        let mut acc: [[[T; LANES]; V]; Q] =
-            std::array::from_fn(|q| std::array::from_fn(|v| start(q, c + v * LANES)));
+        // Filled by plain loops: `array::from_fn` is not always inlined, and a call that writes
+        // the sums through a pointer keeps them in memory for the whole loop below.
+        let zero = [T::from_f64(0.0); LANES];
+        let mut acc = [[zero; V]; Q];
+        for (q, acc) in acc.iter_mut().enumerate() {
+            for (v, acc) in acc.iter_mut().enumerate() {
+                *acc = start(q, c + v * LANES);
+            }
+        }
         for (k, w) in weights.iter().enumerate() {
             let row = &input(k)[c..c + V * LANES];
-            let a: [[T; LANES]; V] = std::array::from_fn(|v| lanes(row, v * LANES));
+            let mut a = [zero; V];
+            for (v, a) in a.iter_mut().enumerate() {
+                *a = lanes(row, v * LANES);
+            }
             for (acc, &w) in acc.iter_mut().zip(w) {
                 for (acc, a) in acc.iter_mut().zip(&a) {
                     for (s, &a) in acc.iter_mut().zip(a) {
@@ -591,10 +628,15 @@ fn combine<'a, T: Real, const Q: usize, const V: usize>(
                 }
             }
         }
-        for (acc, base) in acc.iter().zip(bases) {
-            for (v, acc) in acc.iter().enumerate() {
+        // Stored by value: a slice copy would take the sums' address, and every possibly
+        // panicking bounds check inside the loop would then force the partial sums to memory.
+        for (acc, base) in acc.into_iter().zip(bases) {
+            for (v, acc) in acc.into_iter().enumerate() {
                 let at = base + c + v * LANES;
-                out.z[at..at + LANES].copy_from_slice(acc);
+                let dst: &mut [T; LANES] = (&mut out.z[at..at + LANES])
+                    .try_into()
+                    .expect("LANES numbers");
+                *dst = acc;
             }
         }
     }
@@ -911,6 +953,34 @@ mod tests {
             let err = max_relative_error::<f32>(seed, &widths, kind, 13);
             prop_assert!(err < 1e-4, "relative error {err}");
         }
+    }
+
+    /// `set_batch` lays the chosen rows out feature-major whatever the shape: 37 inputs (two
+    /// blocks of 16 and five left over) and 53 examples in a shuffled order with repeats
+    /// (three chunks of 16 and five left over), every entry equal to its source and the
+    /// padding zero.
+    #[test]
+    fn batches_are_transposed_exactly() {
+        let (d, n_rows) = (37, 70);
+        let x: Vec<f64> = (0..n_rows * d).map(|v| v as f64 + 0.5).collect();
+        let y: Vec<f64> = (0..n_rows).map(|i| (i % 3) as f64).collect();
+        let mlp = Mlp::new(MlpSpec::new(&[d, 4, 3], Activation::Tanh)).unwrap();
+        let blocks = Blocking::Node.blocks(mlp.layout()).unwrap();
+        let mut target =
+            IncrementalMlp::<f64>::new(&mlp, Likelihood::Categorical { classes: 3 }, &blocks);
+        let indices: Vec<usize> = (0..53).map(|k| (k * 29 + 7) % n_rows).collect();
+        target.set_batch(&x, &y, &indices);
+        let batch = &target.batch;
+        assert_eq!((batch.examples, batch.len % (8 * LANES)), (53, 0));
+        for j in 0..d {
+            let row = &batch.x[j * batch.len..(j + 1) * batch.len];
+            for (n, &i) in indices.iter().enumerate() {
+                assert_eq!(row[n], x[i * d + j], "input {j} of example {n}");
+            }
+            assert!(row[53..].iter().all(|&v| v == 0.0), "padding of input {j}");
+        }
+        let labels: Vec<usize> = indices.iter().map(|&i| i % 3).collect();
+        assert_eq!(batch.labels[..53], labels[..]);
     }
 
     /// The same across tiles: 2 · TILE + 37 examples (two whole tiles and a padded partial
