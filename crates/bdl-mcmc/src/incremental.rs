@@ -274,9 +274,8 @@ impl<T: Real> IncrementalMlp<T> {
             if let Ok(chunk) = <&[usize; S]>::try_from(chunk) {
                 let rows = chunk.map(|i| &x[i * d..(i + 1) * d]);
                 while j + S <= d {
-                    let block: [[T; S]; S] = std::array::from_fn(|r| {
-                        rows[r][j..j + S].try_into().expect("S numbers")
-                    });
+                    let block: [[T; S]; S] =
+                        std::array::from_fn(|r| rows[r][j..j + S].try_into().expect("S numbers"));
                     for (jj, start) in (j..j + S).map(|j| j * b + first).enumerate() {
                         let column: &mut [T; S] = (&mut batch.x[start..start + S])
                             .try_into()
