@@ -384,20 +384,28 @@ struct Lenet {
     inputs: Inputs,
 }
 
-/// Every seed's MAP, trained by the first unit that needs it and shared by the others.
-struct Maps(Vec<Mutex<Option<MapEstimate>>>);
+/// Every seed's MAP, trained by the first unit that needs it and shared by the others (in this
+/// process, and through the saved units with the shards of other processes and later runs).
+struct Maps<'a> {
+    slots: Vec<Mutex<Option<MapEstimate>>>,
+    /// Where a seed's MAP is saved for the other units and shards that start from it.
+    units: &'a Units,
+}
 
-impl Maps {
-    fn new(seeds: usize) -> Self {
-        Self((0..seeds).map(|_| Mutex::new(None)).collect())
+impl<'a> Maps<'a> {
+    fn new(seeds: usize, units: &'a Units) -> Self {
+        Self {
+            slots: (0..seeds).map(|_| Mutex::new(None)).collect(),
+            units,
+        }
     }
 
     fn get(&self, seed: usize, train: impl FnOnce() -> Result<MapEstimate>) -> Result<MapEstimate> {
-        let mut slot = self.0[seed]
+        let mut slot = self.slots[seed]
             .lock()
             .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
         if slot.is_none() {
-            *slot = Some(train()?);
+            *slot = Some(self.units.shared(&format!("map-seed-{seed}"), train)?);
         }
         Ok(slot.clone().expect("just set"))
     }
@@ -441,7 +449,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let units = Units::new(ctx, &settings)?;
     let total = all.len();
     let mine = units.share(all);
-    let maps = Maps::new(settings.seeds);
+    let maps = Maps::new(settings.seeds, &units);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let rows = units.get_or_run(&unit.key(), || match unit {
@@ -524,7 +532,7 @@ fn train_lenet(data: &Lenet, settings: &Settings, seed: Seed, p: f64) -> Result<
 fn fit_group(
     data: &Lenet,
     settings: &Settings,
-    maps: &Maps,
+    maps: &Maps<'_>,
     seed: usize,
     group: &[Method],
 ) -> Result<Vec<Row>> {

@@ -18,6 +18,7 @@
 use std::path::PathBuf;
 
 use anyhow::{Context as _, Result};
+use bdl_inference::Posterior;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -137,6 +138,46 @@ impl Units {
         Ok(saved.result)
     }
 
+    /// A posterior that several units start from (for example a MAP that each of them would
+    /// otherwise train again), saved beside the units as `shared/<key>.safetensors` with its
+    /// sidecar and the run's settings: read back when saved under the same settings, otherwise
+    /// `fit()` and saved, so that the shards of a run, and later runs, fit it once. Two shards
+    /// running at the same time may both fit it, to the same numbers (every fit is seeded);
+    /// a reader never takes half of one, since the settings file that marks it complete is
+    /// written last, atomically. Without saved units (an unsharded quick or smoke run) it is
+    /// fitted every time.
+    pub fn shared<P: Posterior>(&self, key: &str, fit: impl FnOnce() -> Result<P>) -> Result<P> {
+        let Some(units) = &self.dir else {
+            return fit();
+        };
+        let dir = units.with_file_name("shared");
+        let path = dir.join(format!("{key}.safetensors"));
+        let marker = dir.join(format!("{key}.settings.json"));
+        let problem = match std::fs::read(&marker) {
+            Ok(bytes) => match serde_json::from_slice::<serde_json::Value>(&bytes) {
+                Ok(settings) if settings == self.settings => match P::load(&path) {
+                    Ok(posterior) => return Ok(posterior),
+                    Err(e) => format!("unreadable ({e})"),
+                },
+                Ok(_) => "saved under other settings".to_owned(),
+                Err(e) => format!("unreadable ({e})"),
+            },
+            Err(_) => "missing".to_owned(),
+        };
+        if problem != "missing" {
+            self.log(format!("shared {key}: {problem}, fitted again"));
+        }
+        let posterior = fit()?;
+        std::fs::create_dir_all(&dir)
+            .with_context(|| format!("creating the shared folder {}", dir.display()))?;
+        posterior
+            .save(&path)
+            .with_context(|| format!("saving shared {key}"))?;
+        bdl_tensor::write_atomically(&marker, &serde_json::to_vec(&self.settings)?)
+            .with_context(|| format!("saving shared {key}"))?;
+        Ok(posterior)
+    }
+
     fn log(&self, line: String) {
         if !self.quiet {
             eprintln!("  {line}");
@@ -190,6 +231,53 @@ mod tests {
         let quick = Units::new(&ctx(&dir, Profile::Quick), &("settings", 2)).unwrap();
         assert_eq!(unit(&quick, 12), [12]);
         assert_eq!(calls.get(), 4);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// A shared posterior is fitted once per settings and read back bit for bit after; a damaged
+    /// one, or one saved under other settings, is fitted again; an unsharded quick run fits
+    /// every time.
+    #[test]
+    fn shared_posteriors_are_fitted_once() {
+        use bdl_inference::MapEstimate;
+        use bdl_likelihoods::Likelihood;
+        use bdl_models::{Activation, Mlp, MlpSpec, Network};
+        use candle_core::{DType, Device};
+
+        let dir = std::env::temp_dir().join(format!("bdl-shared-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let fits = Cell::new(0);
+        let map = |units: &Units, seed: u64| {
+            units
+                .shared("map-seed-0", || {
+                    fits.set(fits.get() + 1);
+                    let mlp = Mlp::new(MlpSpec::new(&[3, 4, 2], Activation::Tanh))?;
+                    let theta = mlp.init(bdl_tensor::Seed(seed), DType::F32, &Device::Cpu)?;
+                    Ok(MapEstimate::new(
+                        Network::from(mlp),
+                        theta,
+                        Likelihood::Categorical { classes: 2 },
+                    )?)
+                })
+                .unwrap()
+        };
+        let theta = |m: &MapEstimate| m.theta().to_vec1::<f32>().unwrap();
+        let paper = Units::new(&ctx(&dir, Profile::Paper), &("settings", 1)).unwrap();
+        let first = map(&paper, 1);
+        assert_eq!(
+            theta(&map(&paper, 2)),
+            theta(&first),
+            "read back, not fitted"
+        );
+        assert_eq!(fits.get(), 1);
+        let other = Units::new(&ctx(&dir, Profile::Paper), &("settings", 2)).unwrap();
+        assert_ne!(theta(&map(&other, 3)), theta(&first));
+        std::fs::write(dir.join("shared/map-seed-0.safetensors"), b"damaged").unwrap();
+        map(&other, 4);
+        assert_eq!(fits.get(), 3);
+        let quick = Units::new(&ctx(&dir, Profile::Quick), &("settings", 2)).unwrap();
+        map(&quick, 5);
+        assert_eq!(fits.get(), 4);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
