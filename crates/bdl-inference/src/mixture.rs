@@ -95,8 +95,9 @@ enum Group {
     ProbSum(Tensor),
 }
 
-/// f(x; θ) over the rows of `x` in batches of `batch_size`, with dropout masks from `dropout`
-/// when given (drawn batch after batch), concatenated to `[N, K]`.
+/// f(x; θ) over the rows of `x` in batches of `batch_size` (at most the model's
+/// [`rows_per_pass`](Model::rows_per_pass)), with dropout masks from `dropout` when given (drawn
+/// batch after batch), concatenated to `[N, K]`.
 pub fn forward_batched(
     model: &impl Model,
     theta: &Tensor,
@@ -105,7 +106,7 @@ pub fn forward_batched(
     mut dropout: Option<&mut ChaCha8Rng>,
 ) -> Result<Tensor> {
     let n = crate::n_rows(x, "x")?;
-    let batch_size = batch_size.max(1);
+    let batch_size = batch_size.clamp(1, model.rows_per_pass().max(1));
     if n <= batch_size {
         return Ok(model.forward_cached_with(theta, x, dropout)?.output);
     }

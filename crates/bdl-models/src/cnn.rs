@@ -140,6 +140,10 @@ impl CnnSpec {
     }
 }
 
+/// The numbers of the largest intermediate of one forward pass of a convolutional network over
+/// many inputs (4 Mi: 16 MiB in f32), see [`Model::rows_per_pass`].
+const PASS_NUMBERS: usize = 1 << 22;
+
 /// A parametrised layer: rows a = T(h̃ of the layer before) through fixed maps T, then
 /// z = a Wᵀ + b and h = φ(z), with W viewed as `[width, fan_in]`.
 #[derive(Clone, Debug)]
@@ -383,6 +387,20 @@ impl Model for Cnn {
 
     fn n_outputs(&self) -> usize {
         *self.spec.dense.last().expect("checked in Cnn::new")
+    }
+
+    /// As many examples as keep the largest unfolded patch matrix (P · J numbers per example)
+    /// within [`PASS_NUMBERS`]: 213 for LeNet-5, whose first convolution unfolds 784 × 25
+    /// numbers per image. Larger passes gain nothing and cost page faults: freshly mapped
+    /// buffers of hundreds of megabytes per pass.
+    fn rows_per_pass(&self) -> usize {
+        let widest = self
+            .layers
+            .iter()
+            .map(|l| l.positions * l.fan_in)
+            .max()
+            .unwrap_or(1);
+        (PASS_NUMBERS / widest).max(1)
     }
 
     fn forward_cached_with(

@@ -27,6 +27,13 @@ pub trait Model {
     /// K, the number of outputs.
     fn n_outputs(&self) -> usize;
 
+    /// The most examples one forward pass should take when many inputs are evaluated in
+    /// batches: a memory bound for models whose intermediates are large per example (a
+    /// convolution's unfolded patches), unbounded otherwise.
+    fn rows_per_pass(&self) -> usize {
+        usize::MAX
+    }
+
     /// The forward pass on inputs `x`, keeping what the backward pass needs. With `dropout`, a
     /// model that has dropout draws fresh masks from the stream; without, dropout is off.
     fn forward_cached_with(

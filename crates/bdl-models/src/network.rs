@@ -117,6 +117,13 @@ impl Model for Network {
         }
     }
 
+    fn rows_per_pass(&self) -> usize {
+        match self {
+            Self::Mlp(m) => m.rows_per_pass(),
+            Self::Cnn(c) => c.rows_per_pass(),
+        }
+    }
+
     fn forward_cached_with(
         &self,
         params: &Tensor,

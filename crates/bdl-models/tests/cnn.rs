@@ -190,6 +190,8 @@ fn lenet5_on_a_batch_of_28x28_images() {
     // 6·25 + 6, 16·6·25 + 16, 120·400 + 120, 84·120 + 84, 10·84 + 10.
     assert_eq!(layout.len(), 156 + 2_416 + 48_120 + 10_164 + 850);
     assert_eq!(layout.len(), 61_706);
+    // A pass over many images takes at most 2²² / (784 positions · 25 patch numbers) of them.
+    assert_eq!(model.rows_per_pass(), 213);
     let segments: Vec<(&str, &[usize])> = layout
         .segments()
         .iter()

@@ -6,7 +6,8 @@
 //! `AvgPool2d(2)`. The adjoint spreads each output gradient, times ¼, over its 2 × 2 window
 //! (and gives the dropped row or column zero).
 
-use candle_core::Tensor;
+use candle_core::backend::BackendStorage;
+use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor, WithDType};
 
 use super::step::{FeatureMaps, Order};
 use crate::{Error, Result};
@@ -40,22 +41,38 @@ impl AvgPool2 {
     }
 
     pub(super) fn apply(&self, u: &Tensor) -> Result<Tensor> {
-        let n = u.dims()[0];
-        let (h, w, c) = (
-            self.input.height / 2,
-            self.input.width / 2,
-            self.input.channels,
-        );
-        let maps = u
-            .reshape((n, self.input.height, self.input.width, c))?
-            .narrow(1, 0, 2 * h)?
-            .narrow(2, 0, 2 * w)?
-            .reshape((n, h, 2, w, 2, c))?;
-        Ok(maps
-            .sum(4)?
-            .sum(2)?
-            .affine(0.25, 0.0)?
-            .reshape((n, h * w * c))?)
+        Ok(u.contiguous()?.apply_op1(Pooling(self.clone()))?)
+    }
+
+    /// The pooled maps of contiguous examples `src`, each v = ((u₀₀ + u₀₁) + (u₁₀ + u₁₁)) · ¼ in
+    /// that order.
+    fn run<T: WithDType>(&self, src: &[T]) -> Vec<T> {
+        let FeatureMaps {
+            height,
+            width,
+            channels: c,
+            ..
+        } = self.input;
+        let (h, w) = (height / 2, width / 2);
+        let quarter = T::from_f64(0.25);
+        let row = width * c;
+        let mut dst = Vec::with_capacity(src.len() / (height * row) * h * w * c);
+        for example in src.chunks_exact(height * row) {
+            for y in 0..h {
+                let (top, bottom) = (
+                    &example[2 * y * row..(2 * y + 1) * row],
+                    &example[(2 * y + 1) * row..(2 * y + 2) * row],
+                );
+                for x in 0..w {
+                    let at = 2 * x * c;
+                    for ch in at..at + c {
+                        let sum = (top[ch] + top[ch + c]) + (bottom[ch] + bottom[ch + c]);
+                        dst.push(sum * quarter);
+                    }
+                }
+            }
+        }
+        dst
     }
 
     pub(super) fn adjoint(&self, g: &Tensor) -> Result<Tensor> {
@@ -76,10 +93,105 @@ impl AvgPool2 {
     }
 }
 
+/// [`AvgPool2::apply`] as one pass over the maps (candle's sums over the window's two axes
+/// are strided reductions, several times slower), its gradient the adjoint.
+struct Pooling(AvgPool2);
+
+impl CustomOp1 for Pooling {
+    fn name(&self) -> &'static str {
+        "avg_pool_2x2"
+    }
+
+    fn cpu_fwd(
+        &self,
+        storage: &CpuStorage,
+        layout: &Layout,
+    ) -> candle_core::Result<(CpuStorage, Shape)> {
+        let Some((start, end)) = layout.contiguous_offsets() else {
+            candle_core::bail!("{}: the input is not contiguous", self.name());
+        };
+        let out = match storage {
+            CpuStorage::F32(data) => CpuStorage::F32(self.0.run(&data[start..end])),
+            CpuStorage::F64(data) => CpuStorage::F64(self.0.run(&data[start..end])),
+            other => {
+                return Err(candle_core::Error::UnsupportedDTypeForOp(
+                    other.dtype(),
+                    self.name(),
+                ));
+            }
+        };
+        let examples = (end - start) / self.0.input.len();
+        Ok((out, Shape::from((examples, self.0.output().len()))))
+    }
+
+    fn bwd(
+        &self,
+        _arg: &Tensor,
+        _res: &Tensor,
+        grad_res: &Tensor,
+    ) -> candle_core::Result<Option<Tensor>> {
+        self.0
+            .adjoint(grad_res)
+            .map(Some)
+            .map_err(candle_core::Error::wrap)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use candle_core::Device;
+
+    /// The pooling pass gives the bits of candle's window sums (over dx, then dy, then ¼), for
+    /// both dtypes, odd and even maps, several channels, several examples.
+    #[test]
+    fn the_pass_equals_candles_window_sums() {
+        let mut rng = bdl_tensor::Seed(8).rng();
+        for dtype in [candle_core::DType::F32, candle_core::DType::F64] {
+            for (height, width, channels) in [(5, 7, 3), (8, 8, 6), (2, 3, 1)] {
+                let input = FeatureMaps {
+                    channels,
+                    height,
+                    width,
+                    order: Order::ChannelsLast,
+                };
+                let pool = AvgPool2::new(input).unwrap();
+                let n = 4;
+                let u =
+                    bdl_tensor::normal(&mut rng, (n, input.len()), 0.0, 1.0, dtype, &Device::Cpu)
+                        .unwrap();
+                let (h, w) = (height / 2, width / 2);
+                let reference = u
+                    .reshape((n, height, width, channels))
+                    .unwrap()
+                    .narrow(1, 0, 2 * h)
+                    .unwrap()
+                    .narrow(2, 0, 2 * w)
+                    .unwrap()
+                    .reshape((n, h, 2, w, 2, channels))
+                    .unwrap()
+                    .sum(4)
+                    .unwrap()
+                    .sum(2)
+                    .unwrap()
+                    .affine(0.25, 0.0)
+                    .unwrap()
+                    .reshape((n, h * w * channels))
+                    .unwrap();
+                let bits = |t: &Tensor| -> Vec<u64> {
+                    let v = bdl_tensor::to_f64_vec(&t.flatten_all().unwrap()).unwrap();
+                    v.iter().map(|x| x.to_bits()).collect()
+                };
+                let pooled = pool.apply(&u).unwrap();
+                assert_eq!(pooled.dims(), reference.dims());
+                assert_eq!(
+                    bits(&pooled),
+                    bits(&reference),
+                    "{dtype:?} {height}×{width}×{channels}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn averages_each_window_and_drops_an_odd_edge() {
