@@ -390,7 +390,7 @@ impl Model for Cnn {
     }
 
     /// As many examples as keep the largest unfolded patch matrix (P · J numbers per example)
-    /// within [`PASS_NUMBERS`]: 213 for LeNet-5, whose first convolution unfolds 784 × 25
+    /// within 2²² numbers: 213 for LeNet-5, whose first convolution unfolds 784 × 25
     /// numbers per image. Larger passes gain nothing and cost page faults: freshly mapped
     /// buffers of hundreds of megabytes per pass.
     fn rows_per_pass(&self) -> usize {
