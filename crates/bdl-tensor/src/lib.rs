@@ -17,6 +17,7 @@
 //! Sibling crates: `bdl-data` (datasets), `bdl-likelihoods` (likelihoods and predictives),
 //! `bdl-models` (MLP and CNN with per-example products), and the inference crates built on them.
 
+mod custom;
 mod error;
 mod finite;
 mod gather;
@@ -28,6 +29,7 @@ mod rng;
 mod threads;
 
 pub use candle_core::{DType, Device, Tensor};
+pub use custom::run_on_reals;
 pub use error::{Error, Result};
 pub use finite::{check_finite, check_shape};
 pub use gather::{GatherIndex, gather_columns, scatter_add_columns};

@@ -6,7 +6,6 @@
 //! `AvgPool2d(2)`. The adjoint spreads each output gradient, times ¼, over its 2 × 2 window
 //! (and gives the dropped row or column zero).
 
-use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor, WithDType};
 
 use super::step::{FeatureMaps, Order};
@@ -107,20 +106,14 @@ impl CustomOp1 for Pooling {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("{}: the input is not contiguous", self.name());
-        };
-        let out = match storage {
-            CpuStorage::F32(data) => CpuStorage::F32(self.0.run(&data[start..end])),
-            CpuStorage::F64(data) => CpuStorage::F64(self.0.run(&data[start..end])),
-            other => {
-                return Err(candle_core::Error::UnsupportedDTypeForOp(
-                    other.dtype(),
-                    self.name(),
-                ));
-            }
-        };
-        let examples = (end - start) / self.0.input.len();
+        let (out, len) = bdl_tensor::run_on_reals(
+            self.name(),
+            storage,
+            layout,
+            |data| self.0.run(data),
+            |data| self.0.run(data),
+        )?;
+        let examples = len / self.0.input.len();
         Ok((out, Shape::from((examples, self.0.output().len()))))
     }
 

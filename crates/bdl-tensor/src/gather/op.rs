@@ -1,7 +1,6 @@
 //! The gather and scatter-add as one candle custom op in two directions, each the other's
 //! backward.
 
-use candle_core::backend::BackendStorage;
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
@@ -105,20 +104,14 @@ impl CustomOp1 for ColumnOp {
         storage: &CpuStorage,
         layout: &Layout,
     ) -> candle_core::Result<(CpuStorage, Shape)> {
-        let Some((start, end)) = layout.contiguous_offsets() else {
-            candle_core::bail!("{}: the input is not contiguous", self.name());
-        };
-        let out = match storage {
-            CpuStorage::F32(data) => CpuStorage::F32(self.run(&data[start..end])),
-            CpuStorage::F64(data) => CpuStorage::F64(self.run(&data[start..end])),
-            other => {
-                return Err(candle_core::Error::UnsupportedDTypeForOp(
-                    other.dtype(),
-                    self.name(),
-                ));
-            }
-        };
-        let examples = (end - start) / self.block_lens().0;
+        let (out, len) = crate::run_on_reals(
+            self.name(),
+            storage,
+            layout,
+            |data| self.run(data),
+            |data| self.run(data),
+        )?;
+        let examples = len / self.block_lens().0;
         let (rows, cols, source) = (self.index.rows, self.index.cols, self.index.source_len);
         let shape = match self.direction {
             Direction::Gather => Shape::from((examples * rows, cols)),
