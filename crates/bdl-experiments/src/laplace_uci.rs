@@ -260,16 +260,13 @@ fn run_split(
             .map(|h| h * sigma * sigma)
             .collect();
         let sensitivity = selection::sensitivity_scores(diag.variances(), &jac_sq);
-        let swag = swag_variances(&model, map, &parts.fit, seed.fork("swag"))
-            .inspect(|(_, alpha)| {
-                if *alpha != SWAG_LEARNING_RATE {
-                    ctx.log(format!(
-                        "{dataset}, {kind} split {k}: SWAG collected at α = {alpha}"
-                    ));
-                }
-            })
-            .map(|(variances, _)| variances)
+        let (swag, alpha) = swag_variances(&model, map, &parts.fit, seed.fork("swag"))
             .with_context(|| format!("SWAG from the width-{width} MAP"))?;
+        if alpha != SWAG_LEARNING_RATE {
+            ctx.log(format!(
+                "{dataset}, {kind} split {k}: SWAG collected at α = {alpha}"
+            ));
+        }
         for &s in &sizes {
             let rules = [
                 (
@@ -320,8 +317,9 @@ fn run_split(
 const SWAG_LEARNING_RATE: f64 = 1e-2;
 const SWAG_HALVINGS: u32 = 4;
 
-/// The diagonal-SWAG variances from the MAP, and the α they were collected at: 20 snapshots of SGD with momentum 0.9 at
-/// α = 10⁻², the rate halved (at most [`SWAG_HALVINGS`] times) while the iterates diverge.
+/// The diagonal-SWAG variances from the MAP, and the α they were collected at: 20 snapshots
+/// of SGD with momentum 0.9 at α = 10⁻², the rate halved (at most [`SWAG_HALVINGS`] times)
+/// while the iterates diverge.
 ///
 /// α = 10⁻² diverges within the first epoch from some protein MAPs; every split that collects
 /// at 10⁻² gets the same variances as without the rule.
