@@ -6,7 +6,8 @@
 //! held out for early stopping and for the choice of the prior precision; MLPs with two hidden
 //! ReLU layers of increasing width trained to the MAP (σ by maximum likelihood); a full-network GGN Laplace on each; on the widest model, subnetworks
 //! whose size matches each smaller model's parameter count, chosen by the Wasserstein rule with
-//! diagonal-Laplace variances (the paper's) or diagonal-SWAG variances, by the sensitivity score,
+//! diagonal-Laplace variances (the paper's) or diagonal-SWAG variances (SGD at α = 10⁻², halved
+//! where it diverges: see `swag_variances`), by the sensitivity score,
 //! and at random. The prior precision of every
 //! posterior is chosen on the held-out part by validation log-likelihood, all candidates
 //! evaluated from one eigendecomposition of its GGN. Reported: test log-likelihood (per point, in
