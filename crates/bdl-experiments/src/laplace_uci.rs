@@ -614,7 +614,8 @@ mod tests {
         }
     }
 
-    /// Two of three posteriors at the lowest λ; the Wasserstein rows' counts add up over sizes.
+    /// Two of five posteriors at the lowest λ; the Wasserstein rows' counts add up over sizes, and
+    /// the other rules' rows count as posteriors only.
     #[test]
     fn the_protocol_checks_count_clipped_searches_and_flat_weights() {
         let mut rows = vec![row(10, "full", 141, -1.1), row(50, "full", 3151, -0.9)];
@@ -624,9 +625,14 @@ mod tests {
             at_prior_variance: Some(40),
             ..row(50, "Wasserstein", 141, -1.0)
         });
+        rows.push(Row {
+            at_prior_variance: Some(50),
+            ..row(50, "Wasserstein", 481, -1.0)
+        });
+        rows.push(row(50, "random", 141, -1.0));
         let checks = protocol_checks(&rows, 1e-4);
         assert!(
-            checks.contains("| wine (standard) | 3 | 2 | 40 of 141 |"),
+            checks.contains("| wine (standard) | 5 | 2 | 90 of 622 |"),
             "{checks}"
         );
     }
