@@ -20,7 +20,7 @@
 
 use std::fmt::Write as _;
 
-use anyhow::{Context as _, Result};
+use anyhow::{Context as _, Result, bail};
 use bdl_baselines::McDropout;
 use bdl_data::uci::{Benchmark, SplitKind, UciData};
 use bdl_data::{Dataset, StandardizedSplit};
@@ -306,6 +306,49 @@ struct Row {
     /// Test RMSE after each epoch (the convergence data set's variational fits only).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     test_rmse_by_epoch: Vec<f64>,
+    /// Better-ranked candidates whose final fit blew up ([`blew_up`]) and gave way to the next.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    fallbacks: usize,
+}
+
+/// Which final fits fell back, by method: "none did", or "IVON 3 (yacht 1, 15, 19)".
+fn fallback_summary(rows: &[Row]) -> String {
+    let parts: Vec<String> = METHODS
+        .iter()
+        .filter_map(|which| {
+            let fell: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.method == which.name() && r.fallbacks > 0)
+                .collect();
+            (!fell.is_empty()).then(|| {
+                let places: Vec<String> = fell
+                    .iter()
+                    .map(|r| format!("{} {} ({} down)", r.dataset, r.split, r.fallbacks))
+                    .collect();
+                format!("{} {} ({})", which.name(), fell.len(), places.join(", "))
+            })
+        })
+        .collect();
+    if parts.is_empty() {
+        "no final fit did".to_owned()
+    } else {
+        format!("final fits that did: {}", parts.join("; "))
+    }
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// Whether a fit blew up: its training loss at the end is above its loss after the first epoch
+/// (40 epochs end far below the first one in every fit that trains at all). A blown-up fit can
+/// stay finite: IVON at the common α = 0.01 and τ = e⁵ on yacht left its mean near 10³ and the
+/// training NLL near 10¹¹ while the fold fits of the same (τ, λ) trained normally.
+fn blew_up(losses: &[f64]) -> bool {
+    match (losses.first(), losses.last()) {
+        (Some(first), Some(last)) => last > first || last.is_nan(),
+        _ => false,
+    }
 }
 
 /// One training split with its test set.
@@ -328,6 +371,16 @@ struct Scores {
     log_lik_joint: f64,
 }
 
+/// One trained and scored model.
+struct Fitted {
+    scores: Scores,
+    /// Test RMSE after each epoch, when tracked.
+    by_epoch: Vec<f64>,
+    /// The training loss after each epoch: the mean NLL at the variational mean, MC dropout's
+    /// regularised MAP loss.
+    losses: Vec<f64>,
+}
+
 fn score(pred: &Predictive, y: &Tensor, scale: f64) -> Result<Scores> {
     Ok(Scores {
         rmse: metrics::rmse(pred, y)? * scale,
@@ -348,7 +401,7 @@ fn train_and_score(
     eval: &Dataset,
     seed: Seed,
     track: bool,
-) -> Result<(Scores, Vec<f64>)> {
+) -> Result<Fitted> {
     let p = StandardizedSplit::new(train, eval)?;
     let scale = p.y_scale.std()[0];
     let (batch_size, mc_samples) = batching(set);
@@ -380,7 +433,11 @@ fn train_and_score(
             &network, &theta0, likelihood, &p.x_train, &p.y_train, &config,
         )?;
         let pred = McDropout::new(fit.estimate).predictive(&p.x_test, &options)?;
-        return Ok((score(&pred, &p.y_test, scale)?, Vec::new()));
+        return Ok(Fitted {
+            scores: score(&pred, &p.y_test, scale)?,
+            by_epoch: Vec::new(),
+            losses: fit.losses,
+        });
     };
     let network = Network::from(Mlp::new(spec)?);
     let mu0 = network.init(seed.fork("init"), DType::F64, p.x_train.device())?;
@@ -407,11 +464,11 @@ fn train_and_score(
             }
         },
     )?;
-    let by_epoch = by_epoch.into_iter().collect::<Result<Vec<f64>>>()?;
-    Ok((
-        score(&predict(&fit.posterior)?, &p.y_test, scale)?,
-        by_epoch,
-    ))
+    Ok(Fitted {
+        scores: score(&predict(&fit.posterior)?, &p.y_test, scale)?,
+        by_epoch: by_epoch.into_iter().collect::<Result<Vec<f64>>>()?,
+        losses: fit.nll,
+    })
 }
 
 /// Runs the experiment: the fits side by side, one thread each
@@ -508,7 +565,7 @@ fn fit_split(
     METHODS
         .iter()
         .map(|&which| {
-            let mut best = (0, f64::NEG_INFINITY);
+            let mut ranked = Vec::with_capacity(grid.len());
             for (c, &candidate) in grid.iter().enumerate() {
                 let mut sum = 0.0;
                 for (k, (fit_rows, val_rows)) in job.folds.iter().enumerate() {
@@ -529,7 +586,7 @@ fn fit_split(
                     );
                     bar.inc(1);
                     sum += match fitted {
-                        Ok((s, _)) if s.log_lik.is_finite() => s.log_lik,
+                        Ok(f) if f.scores.log_lik.is_finite() => f.scores.log_lik,
                         Ok(_) => f64::NEG_INFINITY,
                         Err(e) if diverged(&e) => f64::NEG_INFINITY,
                         Err(e) => {
@@ -542,24 +599,51 @@ fn fit_split(
                         }
                     };
                 }
-                let mean = sum / job.folds.len() as f64;
-                if mean > best.1 {
-                    best = (c, mean);
-                }
+                ranked.push((c, sum / job.folds.len() as f64));
             }
-            let (c, selection_ll) = best;
+            // Best mean first; among equals the earlier candidate (a stable sort).
+            ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
             let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
-            let (s, by_epoch) = train_and_score(
-                settings,
-                which,
-                job.set,
-                grid[c],
-                &job.train,
-                &job.test,
-                job.seed.fork(which.name()).fork("final"),
-                track,
-            )
-            .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))?;
+            let final_fit = |c: usize| {
+                train_and_score(
+                    settings,
+                    which,
+                    job.set,
+                    grid[c],
+                    &job.train,
+                    &job.test,
+                    job.seed.fork(which.name()).fork("final"),
+                    track,
+                )
+                .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))
+            };
+            let mut fallbacks = 0;
+            let (c, selection_ll, fitted) = loop {
+                let Some(&(c, selection_ll)) = ranked.get(fallbacks) else {
+                    bail!(
+                        "{} {} split {}: the final fit blew up under every candidate",
+                        which.name(),
+                        job.set,
+                        job.split
+                    );
+                };
+                let fitted = final_fit(c)?;
+                if !blew_up(&fitted.losses) {
+                    break (c, selection_ll, fitted);
+                }
+                let ll = fitted.losses.last().copied().unwrap_or(f64::NAN);
+                bar.println(format!(
+                    "{} {} split {}: the final fit at (τ, λ) = {:?} blew up (training loss \
+                     {ll:.3e}); the next candidate is fitted",
+                    which.name(),
+                    job.set,
+                    job.split,
+                    grid[c],
+                ));
+                fallbacks += 1;
+            };
+            let s = fitted.scores;
+            let by_epoch = fitted.by_epoch;
             bar.inc(1);
             Ok(Row {
                 dataset: job.set.name().into(),
@@ -572,6 +656,7 @@ fn fit_split(
                 test_log_lik: s.log_lik,
                 test_log_lik_joint: s.log_lik_joint,
                 test_rmse_by_epoch: by_epoch,
+                fallbacks,
             })
         })
         .collect()
@@ -979,12 +1064,15 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
          log λ ∈ {:?} by the mean validation log-likelihood on {selection}. Data: {splits}; \
          {data}. Mean ± standard error over splits; RMSE and log-likelihood in the original \
          units. Paper columns: MC dropout from Gal & Ghahramani (2016) (their own training: 40 \
-         epochs, p tuned); Vadam and BBVI RMSEs read off the paper's figure (approximate).\n\n{}\n",
+         epochs, p tuned); Vadam and BBVI RMSEs read off the paper's figure (approximate). A \
+         final fit that blew up (its training loss after the last epoch above the first \
+         epoch's) gives way to the next candidate in the selection's ranking; {}.\n\n{}\n",
         settings.epochs,
         settings.test_samples,
         1.0 - b2,
         settings.log_tau,
         settings.log_lambda,
+        fallback_summary(rows),
         t.to_markdown()
     );
     let _ = write!(
@@ -1097,6 +1185,40 @@ mod tests {
         assert_eq!(folds, bdl_data::k_fold_indices(23, 5, Seed(3)).unwrap());
     }
 
+    /// Ending above the first epoch's loss (or at NaN) is blowing up; ending level with it or
+    /// below is not, nor is an empty history (no epoch ran).
+    #[test]
+    fn a_fit_blew_up_when_it_ends_above_its_first_epoch() {
+        assert!(blew_up(&[591.3, 1551.9, 3.2e11, 2.8e11]));
+        assert!(blew_up(&[1.0, 0.5, f64::NAN]));
+        assert!(!blew_up(&[1.0, 2.0, 1.0]));
+        assert!(!blew_up(&[1.0, 0.9, 0.4]));
+        assert!(!blew_up(&[]));
+    }
+
+    /// A unit saved before the fallback rule (no `fallbacks` field) reads back with none, and
+    /// a row without fallbacks is written exactly as before, so such units stay valid.
+    #[test]
+    fn rows_without_fallbacks_keep_their_old_form() {
+        let old = r#"{"dataset":"yacht","split":0,"method":"IVON","tau":1.0,"lambda":2.0,"selection_log_lik":-1.0,"test_rmse":1.5,"test_log_lik":-2.0,"test_log_lik_joint":-2.5}"#;
+        let row: Row = serde_json::from_str(old).unwrap();
+        assert_eq!(row.fallbacks, 0);
+        assert_eq!(serde_json::to_string(&row).unwrap(), old);
+        let fell = Row {
+            fallbacks: 2,
+            ..row
+        };
+        assert!(
+            serde_json::to_string(&fell)
+                .unwrap()
+                .ends_with(r#","fallbacks":2}"#)
+        );
+        assert_eq!(
+            fallback_summary(&[fell]),
+            "final fits that did: IVON 1 (yacht 0 (2 down))"
+        );
+    }
+
     #[test]
     fn scores_follow_both_definitions_in_the_original_units() {
         // Two components N(0, 1) and N(2, 1) at two points y = (0, 2), targets scaled by 3.
@@ -1162,6 +1284,7 @@ mod tests {
             } else {
                 Vec::new()
             },
+            fallbacks: 0,
         };
         let mut rows = Vec::new();
         for (set, offset) in [("boston", 0.0), ("concrete", 3.0)] {

@@ -33,8 +33,8 @@ use std::ops::Range;
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Mlp, Model};
 
-use crate::real::{activate, vectorized};
 use crate::{Block, BlockTarget, Real};
+use bdl_tensor::vectorized;
 
 /// Evaluates `$body` with `$rows` bound to each group of eight consecutive rows of 0..`$n`,
 /// then to the remaining rows in groups of four, two and one (as `[usize; Q]`), and `$v` to the
@@ -641,11 +641,7 @@ fn combine<'a, T: Real, const Q: usize, const V: usize>(
     }
     // φ along whole rows of the tile (a long loop vectorises better than eight numbers).
     for base in bases {
-        activate(
-            act,
-            &out.z[base..base + width],
-            &mut out.h[base..base + width],
-        );
+        act.apply_to_slice(&out.z[base..base + width], &mut out.h[base..base + width]);
     }
 }
 

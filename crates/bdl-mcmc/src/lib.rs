@@ -38,10 +38,10 @@ mod ess;
 mod incremental;
 mod kernel;
 mod pilot;
-mod real;
 mod sampler;
 mod window;
 
+pub use bdl_tensor::Real;
 pub use blocks::{Block, Blocking};
 pub use chain::{Chain, ChainReport, ChunkReport, Draws, Keep, chain_dir, run_chain, run_chains};
 pub use config::{BatchMode, ChainConfig, GibbsConfig, Precision, ProposalVariance};
@@ -50,6 +50,5 @@ pub use error::{Error, Result};
 pub use ess::{LayerEss, effective_sample_size, ess_by_layer};
 pub use kernel::{Acceptance, BlockTarget, DensityTarget, Kernel, OnReject, State};
 pub use pilot::{Pilot, PilotReport};
-pub use real::Real;
 pub use sampler::Sampler;
 pub use window::ChainWindow;

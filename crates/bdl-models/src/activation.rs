@@ -1,5 +1,6 @@
 //! Elementwise activations h = φ(z) and their derivatives φ'(z).
 
+use bdl_tensor::Real;
 use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +41,57 @@ impl Activation {
             Self::Tanh => Some(h.sqr()?.affine(-1.0, 1.0)?),
             Self::Sigmoid => Some((h * h.affine(-1.0, 1.0)?)?),
         })
+    }
+
+    /// h = φ(z) elementwise on slices of equal length (σ(z) = 1 / (1 + e⁻ᶻ) with the
+    /// branch-free [`Real::exp`]), for kernels run under [`bdl_tensor::vectorized`].
+    ///
+    /// ```
+    /// use bdl_models::Activation;
+    /// let mut h = [0.0f64; 3];
+    /// Activation::Relu.apply_to_slice(&[-1.0, 0.0, 2.5], &mut h);
+    /// assert_eq!(h, [0.0, 0.0, 2.5]);
+    /// ```
+    #[inline(always)]
+    pub fn apply_to_slice<T: Real>(self, z: &[T], h: &mut [T]) {
+        let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
+        let pairs = h.iter_mut().zip(z);
+        match self {
+            Self::Identity => h.copy_from_slice(z),
+            Self::Relu => pairs.for_each(|(h, &z)| *h = if z > zero { z } else { zero }),
+            Self::Tanh => pairs.for_each(|(h, &z)| *h = z.tanh()),
+            Self::Sigmoid => pairs.for_each(|(h, &z)| *h = one / (one + (zero - z).exp())),
+        }
+    }
+
+    /// δ ← δ ∘ φ'(z) elementwise, from z and h = φ(z) as [`derivative`](Self::derivative) reads
+    /// them: 1, 𝟙\[z > 0\], 1 − h², h(1 − h).
+    ///
+    /// ```
+    /// use bdl_models::Activation;
+    /// let mut delta = [3.0f32, 3.0, 3.0];
+    /// let z = [-1.0, 0.0, 2.0];
+    /// Activation::Relu.scale_by_derivative(&z, &z, &mut delta);
+    /// assert_eq!(delta, [0.0, 0.0, 3.0]);
+    /// ```
+    #[inline(always)]
+    pub fn scale_by_derivative<T: Real>(self, z: &[T], h: &[T], delta: &mut [T]) {
+        let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
+        match self {
+            Self::Identity => {}
+            Self::Relu => delta
+                .iter_mut()
+                .zip(z)
+                .for_each(|(d, &z)| *d = if z > zero { *d } else { zero }),
+            Self::Tanh => delta
+                .iter_mut()
+                .zip(h)
+                .for_each(|(d, &h)| *d *= one - h * h),
+            Self::Sigmoid => delta
+                .iter_mut()
+                .zip(h)
+                .for_each(|(d, &h)| *d *= h * (one - h)),
+        }
     }
 }
 

@@ -151,7 +151,7 @@ pub trait Model {
 }
 
 /// Applies a per-layer product to every layer and lays the results out as one flat `[D]` vector.
-fn assemble(
+pub(crate) fn assemble(
     layout: &ParamLayout,
     factors: &[LayerFactors],
     weight: impl Fn(&LayerFactors) -> Result<Tensor>,

@@ -102,26 +102,29 @@ impl From<Cnn> for Network {
 }
 
 /// Each call goes to the architecture inside.
+impl Network {
+    /// The network behind the enum.
+    fn inner(&self) -> &dyn Model {
+        match self {
+            Self::Mlp(m) => m,
+            Self::Cnn(c) => c,
+        }
+    }
+}
+
+/// Every method delegates, those with a default included: a network may override them with
+/// faster passes (the MLP's slice passes for `backward` and `sum_sq_grads`).
 impl Model for Network {
     fn layout(&self) -> &ParamLayout {
-        match self {
-            Self::Mlp(m) => m.layout(),
-            Self::Cnn(c) => c.layout(),
-        }
+        self.inner().layout()
     }
 
     fn n_outputs(&self) -> usize {
-        match self {
-            Self::Mlp(m) => m.n_outputs(),
-            Self::Cnn(c) => c.n_outputs(),
-        }
+        self.inner().n_outputs()
     }
 
     fn rows_per_pass(&self) -> usize {
-        match self {
-            Self::Mlp(m) => m.rows_per_pass(),
-            Self::Cnn(c) => c.rows_per_pass(),
-        }
+        self.inner().rows_per_pass()
     }
 
     fn forward_cached_with(
@@ -130,10 +133,7 @@ impl Model for Network {
         x: &Tensor,
         dropout: Option<&mut ChaCha8Rng>,
     ) -> Result<Cache> {
-        match self {
-            Self::Mlp(m) => m.forward_cached_with(params, x, dropout),
-            Self::Cnn(c) => c.forward_cached_with(params, x, dropout),
-        }
+        self.inner().forward_cached_with(params, x, dropout)
     }
 
     fn factors(
@@ -142,9 +142,14 @@ impl Model for Network {
         cache: &Cache,
         grad_f: &Tensor,
     ) -> Result<Vec<LayerFactors>> {
-        match self {
-            Self::Mlp(m) => m.factors(params, cache, grad_f),
-            Self::Cnn(c) => c.factors(params, cache, grad_f),
-        }
+        self.inner().factors(params, cache, grad_f)
+    }
+
+    fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        self.inner().backward(params, cache, grad_f)
+    }
+
+    fn sum_sq_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        self.inner().sum_sq_grads(params, cache, grad_f)
     }
 }

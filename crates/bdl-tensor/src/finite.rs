@@ -2,7 +2,7 @@
 
 use candle_core::{DType, Tensor};
 
-use crate::{Error, Result};
+use crate::{Error, Real, Result, vectorized};
 
 /// Returns an error naming `context` and the first offending element when `t` holds a NaN or an
 /// infinity.
@@ -14,7 +14,23 @@ use crate::{Error, Result};
 /// assert!(err.to_string().contains("input"));
 /// ```
 pub fn check_finite(t: &Tensor, context: &str) -> Result<()> {
-    // Fast path: NaN and infinities propagate into the sum. Only when the sum is not finite
+    // f32 and f64 on the CPU: one vectorised pass over the elements where they lie.
+    let first_non_finite = match (t.device().is_cpu(), t.dtype()) {
+        (true, DType::F32) => Some(first_non_finite::<f32>(&crate::elements(t)?)),
+        (true, DType::F64) => Some(first_non_finite::<f64>(&crate::elements(t)?)),
+        _ => None,
+    };
+    if let Some(found) = first_non_finite {
+        return match found {
+            None => Ok(()),
+            Some((index, value)) => Err(Error::NonFinite {
+                context: context.to_owned(),
+                index,
+                value,
+            }),
+        };
+    }
+    // Elsewhere: NaN and infinities propagate into the sum. Only when the sum is not finite
     // (which a huge but finite tensor can also cause) are the elements searched one by one.
     if !t.dtype().is_float()
         || t.sum_all()?
@@ -39,6 +55,34 @@ pub fn check_finite(t: &Tensor, context: &str) -> Result<()> {
             value: values[index],
         }),
     }
+}
+
+/// The index and value of the first element that is NaN or infinite: the whole slice is scanned
+/// in blocks of 64, eight lanes abreast, without branching (0·x is ±0 for a finite x and NaN otherwise, and NaN
+/// propagates through the sum), and only a block whose sum is not 0 is searched.
+fn first_non_finite<T: Real>(values: &[T]) -> Option<(usize, f64)> {
+    let zero = T::from_f64(0.0);
+    let suspect = vectorized(
+        #[inline(always)]
+        || {
+            values.chunks(64).position(|block| {
+                let (lanes, rest) = block.as_chunks::<8>();
+                let mut acc = [zero; 8];
+                for lane in lanes {
+                    for (acc, &x) in acc.iter_mut().zip(lane) {
+                        *acc += x * zero;
+                    }
+                }
+                let tail = rest.iter().fold(zero, |acc, &x| acc + x * zero);
+                acc.iter().fold(tail, |sum, &x| sum + x) != zero
+            })
+        },
+    )?;
+    let start = suspect * 64;
+    values[start..]
+        .iter()
+        .position(|x| !x.to_f64().is_finite())
+        .map(|i| (start + i, values[start + i].to_f64()))
 }
 
 /// Returns an error unless `t` has exactly the shape `expected`.

@@ -4,10 +4,12 @@
 //! log-determinants run in faer (f64). A contiguous f64 CPU tensor is handed to faer as a
 //! zero-copy row-major [`MatRef`] view; anything else is converted once.
 
+use std::ops::{Deref, Range};
+
 use candle_core::{DType, Device, Storage, Tensor};
 use faer::{Mat, MatRef};
 
-use crate::{Error, Result};
+use crate::{Error, Real, Result};
 
 /// Calls `f` with a faer view of the matrix `t` (rank 2; a rank-1 tensor is a column).
 ///
@@ -53,6 +55,68 @@ pub fn with_mat_ref<R>(t: &Tensor, f: impl FnOnce(MatRef<'_, f64>) -> R) -> Resu
         rows,
         cols,
     )))
+}
+
+/// The elements of a CPU tensor, row-major, as a slice of `T` ([`elements`]): borrowed from
+/// candle's storage, or an owned converted copy.
+pub struct Elements<'a, T> {
+    inner: ElementsInner<'a, T>,
+}
+
+enum ElementsInner<'a, T> {
+    /// A read guard on the storage and the tensor's range in it.
+    Borrowed(Box<dyn Deref<Target = Storage> + 'a>, Range<usize>),
+    Owned(Vec<T>),
+}
+
+impl<T: Real> Deref for Elements<'_, T> {
+    type Target = [T];
+
+    fn deref(&self) -> &[T] {
+        match &self.inner {
+            ElementsInner::Borrowed(storage, range) => match &***storage {
+                Storage::Cpu(cpu) => {
+                    &cpu.as_slice::<T>().expect("dtype checked in `elements`")[range.clone()]
+                }
+                _ => unreachable!("device checked in `elements`"),
+            },
+            ElementsInner::Owned(v) => v,
+        }
+    }
+}
+
+/// The elements of the CPU tensor `t`, row-major, as a slice of `T`: borrowed from candle's
+/// storage without a copy when `t` is contiguous and of dtype `T`, otherwise converted once.
+/// A tensor on another device is an error.
+///
+/// ```
+/// # use candle_core::{Device, Tensor};
+/// let t = Tensor::new(&[[1.0f32, 2.0], [3.0, 4.0]], &Device::Cpu).unwrap();
+/// let same = bdl_tensor::elements::<f32>(&t).unwrap(); // no copy
+/// let t_t = t.t().unwrap();
+/// let transposed = bdl_tensor::elements::<f64>(&t_t).unwrap(); // converted
+/// assert_eq!((&same[..], &transposed[..]), (&[1.0f32, 2.0, 3.0, 4.0][..], &[1.0, 3.0, 2.0, 4.0][..]));
+/// ```
+pub fn elements<T: Real>(t: &Tensor) -> Result<Elements<'_, T>> {
+    if !t.device().is_cpu() {
+        return Err(Error::InvalidArgument(
+            "elements: the tensor is not on the CPU".to_owned(),
+        ));
+    }
+    if t.dtype() != T::DTYPE || !t.is_contiguous() {
+        let owned = t.flatten_all()?.to_dtype(T::DTYPE)?.to_vec1::<T>()?;
+        return Ok(Elements {
+            inner: ElementsInner::Owned(owned),
+        });
+    }
+    let (storage, layout) = t.storage_and_layout();
+    let range = layout
+        .contiguous_offsets()
+        .map(|(start, end)| start..end)
+        .expect("contiguity was checked above");
+    Ok(Elements {
+        inner: ElementsInner::Borrowed(Box::new(storage), range),
+    })
 }
 
 /// Copies the matrix `t` into an owned f64 faer matrix.

@@ -12,6 +12,9 @@
 //!   fixed table (im2col, with empty entries for zero padding) and the adjoint scatter-add
 //!   (col2im), as differentiable candle ops;
 //! - [`check_finite`], [`check_shape`]: typed errors for bad input;
+//! - [`Real`] (f32 or f64 with branch-free `exp` and `ln`), [`vectorized`] (a kernel compiled for
+//!   the widest vector instructions the processor has) and [`elements`] (a CPU tensor's elements as a slice, without a copy): what the workspace's
+//!   slice kernels (the MLP's passes, the Gibbs evaluator) are written with;
 //! - [`Threads`]: a scoped pool that bounds the threads of every parallel computation.
 //!
 //! Sibling crates: `bdl-data` (datasets), `bdl-likelihoods` (likelihoods and predictives),
@@ -25,6 +28,7 @@ mod gaussian;
 mod interop;
 mod io;
 mod layout;
+mod real;
 mod rng;
 mod threads;
 
@@ -34,9 +38,10 @@ pub use error::{Error, Result};
 pub use finite::{check_finite, check_shape};
 pub use gather::{GatherIndex, gather_columns, scatter_add_columns};
 pub use gaussian::{standard_normal_32, standard_normal_cdf};
-pub use interop::{from_mat, to_f64_vec, to_mat, with_mat_ref};
+pub use interop::{Elements, elements, from_mat, to_f64_vec, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
 pub use rand_chacha::ChaCha8Rng;
+pub use real::{Real, vectorized};
 pub use rng::{Seed, bernoulli, normal, uniform};
 pub use threads::{Threads, current_threads};

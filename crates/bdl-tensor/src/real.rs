@@ -1,5 +1,6 @@
-//! The floating-point types the sampler computes in, and the branch-free elementwise functions
-//! its evaluator applies to whole rows of a batch.
+//! The floating-point types the workspace's slice kernels compute in, the branch-free elementwise
+//! functions they apply to whole rows, and [`vectorized`], which compiles a kernel for the widest
+//! vector instructions the processor has.
 //!
 //! [`Real::exp`] and [`Real::ln`] are written without branches or table lookups (the special
 //! cases are selects), so a loop over a slice compiles to SIMD instructions; the standard
@@ -17,7 +18,6 @@
 //! the standard library on dense grids). Results that underflow the normal range are flushed
 //! to 0 (eˣ for x below −87.3 in f32, −708.3 in f64).
 
-use bdl_models::Activation;
 use candle_core::WithDType;
 
 mod sealed {
@@ -26,8 +26,8 @@ mod sealed {
     impl Sealed for f64 {}
 }
 
-/// f32 or f64: the dtype of the parameters, in which the network is evaluated. Log-likelihoods,
-/// log-priors and acceptance ratios are always accumulated in f64.
+/// f32 or f64: a dtype in which networks are evaluated on slices (the Gibbs sampler's
+/// evaluator, the MLP's passes).
 pub trait Real: WithDType + sealed::Sealed {
     /// eˣ, within 2 ulp, branch-free (see the module documentation); 0 below the normal range,
     /// +∞ above the largest finite value, NaN for NaN.
@@ -188,13 +188,27 @@ real!(
 /// whose 32 registers also serve eight-lane code, with AVX2 and FMA), else AVX2 with FMA, else
 /// as built (SSE2 on x86-64).
 ///
-/// Everything `f` calls must be `#[inline(always)]` to be compiled for those instructions too.
-/// The results are the same on every path: Rust never fuses a multiply and an add on its own,
-/// the evaluator's fused steps are explicit ([`Real::mul_add`], one rounding whether the
-/// processor has an FMA instruction or not), and every sum is taken in a fixed order, so sixteen
-/// lanes compute exactly what eight or one would.
+/// `f` and everything it calls must be `#[inline(always)]` to be compiled for those instructions
+/// too, the closure included (`vectorized(#[inline(always)] || …)`): a closure left out of line
+/// is compiled for the baseline, where [`Real::mul_add`] is a call into libm.
+/// The results are the same on every path when the kernel keeps two rules: fused steps are
+/// explicit ([`Real::mul_add`], one rounding whether the processor has an FMA instruction or not;
+/// Rust never fuses a multiply and an add on its own), and every sum is taken in a fixed order
+/// (the lanes run over independent outputs), so sixteen lanes compute exactly what eight or one
+/// would.
+///
+/// ```
+/// use bdl_tensor::{Real, vectorized};
+/// // y ← a x + y over a row, one rounding per element on every path.
+/// fn axpy<T: Real>(a: T, x: &[T], y: &mut [T]) {
+///     vectorized(#[inline(always)] || y.iter_mut().zip(x).for_each(|(y, &x)| *y = a.mul_add(x, *y)));
+/// }
+/// let mut y = vec![1.0f64; 5];
+/// axpy(2.0, &[0.5, 1.0, 1.5, 2.0, 2.5], &mut y);
+/// assert_eq!(y, [2.0, 3.0, 4.0, 5.0, 6.0]);
+/// ```
 #[inline(always)]
-pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
+pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx512f,avx512vl,avx2,fma")]
@@ -225,19 +239,6 @@ pub(crate) fn vectorized<R>(f: impl FnOnce() -> R) -> R {
     }
     #[cfg(not(target_arch = "x86_64"))]
     f()
-}
-
-/// h = φ(z) elementwise, with the formulas of [`Activation::apply`] (σ(z) = 1 / (1 + e⁻ᶻ)).
-#[inline(always)]
-pub(crate) fn activate<T: Real>(act: Activation, z: &[T], h: &mut [T]) {
-    let (zero, one) = (T::from_f64(0.0), T::from_f64(1.0));
-    let pairs = h.iter_mut().zip(z);
-    match act {
-        Activation::Identity => h.copy_from_slice(z),
-        Activation::Relu => pairs.for_each(|(h, &z)| *h = if z > zero { z } else { zero }),
-        Activation::Tanh => pairs.for_each(|(h, &z)| *h = z.tanh()),
-        Activation::Sigmoid => pairs.for_each(|(h, &z)| *h = one / (one + (zero - z).exp())),
-    }
 }
 
 #[cfg(test)]
