@@ -113,7 +113,8 @@ impl Network {
 }
 
 /// Every method delegates, those with a default included: a network may override them with
-/// faster passes (the MLP's slice passes for `backward` and `sum_sq_grads`).
+/// faster passes (the MLP's slice passes for `backward` and `sum_sq_grads`, its `forward` in
+/// passes of bounded size).
 impl Model for Network {
     fn layout(&self) -> &ParamLayout {
         self.inner().layout()
@@ -143,6 +144,10 @@ impl Model for Network {
         grad_f: &Tensor,
     ) -> Result<Vec<LayerFactors>> {
         self.inner().factors(params, cache, grad_f)
+    }
+
+    fn forward(&self, params: &Tensor, x: &Tensor) -> Result<Tensor> {
+        self.inner().forward(params, x)
     }
 
     fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
