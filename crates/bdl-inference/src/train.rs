@@ -86,19 +86,20 @@ impl<'a, M: Model> Trainer<'a, M> {
         let data = self.data.clone();
         let mut step = 0;
         data.epoch(epoch, |xb, yb| {
-            let diverged = Error::NonFiniteStep { epoch, step };
+            let at = step;
+            let diverged = Error::NonFiniteStep { epoch, step: at };
             step += 1;
-            let cache = self
+            let (likelihood, dtype) = (self.likelihood, self.dtype);
+            let output_gradient = |f: &Tensor| -> Result<Tensor> {
+                if bdl_tensor::check_finite(f, "outputs").is_err() {
+                    return Err(Error::NonFiniteStep { epoch, step: at });
+                }
+                Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
+            };
+            let sum = self
                 .model
-                .forward_cached_with(&theta, xb, Some(&mut self.dropout))?;
-            if bdl_tensor::check_finite(&cache.output, "outputs").is_err() {
-                return Err(diverged);
-            }
-            let r = self
-                .likelihood
-                .grad_f(&cache.output, yb)?
-                .to_dtype(self.dtype)?;
-            let sum = bdl_tensor::to_f64_vec(&self.model.backward(&theta, &cache, &r)?)?;
+                .loss_gradient(&theta, xb, Some(&mut self.dropout), output_gradient, false)?
+                .sum;
             let b = xb.dims()[0] as f64;
             let grad: Vec<f64> = sum
                 .iter()

@@ -424,7 +424,12 @@ impl Model for Cnn {
             let h = layer.activation.apply(&z)?;
             let mask = match dropout.as_deref_mut() {
                 Some(rng) if layer.dropout && self.spec.dropout > 0.0 => {
-                    Some(dropout::inverted_mask(rng, &h, self.spec.dropout)?)
+                    Some(dropout::inverted_mask(
+                        rng,
+                        h.shape(),
+                        self.spec.dropout,
+                        (h.dtype(), h.device()),
+                    )?)
                 }
                 _ => None,
             };

@@ -29,5 +29,5 @@ pub use cnn::{Cnn, CnnSpec, ConvSpec};
 pub use error::{Error, Result};
 pub use factors::LayerFactors;
 pub use mlp::{DenseLayer, Mlp, MlpSpec};
-pub use model::Model;
+pub use model::{LossGradient, Model};
 pub use network::{Network, NetworkSpec};

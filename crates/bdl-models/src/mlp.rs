@@ -1,13 +1,16 @@
 //! The multilayer perceptron.
 
 mod pass;
+mod product;
+mod slices;
+mod tensors;
 
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use bdl_tensor::{ChaCha8Rng, Layer, ParamLayout, Real, Seed};
 
-use crate::{Activation, Cache, Error, LayerFactors, Model, Result};
+use crate::{Activation, Cache, Error, LayerFactors, LossGradient, Model, Result};
 
 /// The architecture of an MLP: layer widths, one activation per parametrised layer, dropout.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -381,207 +384,57 @@ impl Compute {
 }
 
 impl Mlp {
-    /// The layers' parameters as slices of the flat vector `theta`.
-    fn dense<'a, T: Real>(&self, theta: &'a [T]) -> Vec<pass::Dense<'a, T>> {
-        let segments = self.layout.segments();
-        (self.layers.iter().zip(&self.spec.activations))
-            .enumerate()
-            .map(|(l, (layer, &activation))| pass::Dense {
-                weight: &theta[segments[layer.weight].range()],
-                bias: layer.bias.map(|b| &theta[segments[b].range()]),
-                inputs: self.spec.widths[l],
-                outputs: self.spec.widths[l + 1],
-                activation,
-            })
-            .collect()
-    }
-
-    /// The forward pass, by the slice passes in `T` (the parameters' dtype) or, without
-    /// `on_slices`, by candle's operations (`T` unused).
-    fn forward_pass<T: Real>(
-        &self,
-        params: &Tensor,
-        x: Tensor,
-        mut dropout: Option<&mut ChaCha8Rng>,
-        on_slices: bool,
-    ) -> Result<Cache> {
-        let n = x.dims()[0];
-        let theta = on_slices
-            .then(|| bdl_tensor::elements::<T>(params))
-            .transpose()?;
-        let dense = theta.as_deref().map(|theta| self.dense(theta));
-        let segments = if on_slices {
-            vec![]
-        } else {
-            self.layout.split(params)?
-        };
-        let n_layers = self.n_layers();
-        let (mut inputs, mut pre, mut post, mut masks) = (vec![], vec![], vec![], vec![]);
-        let mut a = x;
-        for (l, layer) in self.layers.iter().enumerate() {
-            let (z, h) = match &dense {
-                Some(dense) => {
-                    let (z, h) = dense[l].forward(&bdl_tensor::elements::<T>(&a)?, n);
-                    let shape = (n, dense[l].outputs);
-                    let z = Tensor::from_vec(z, shape, a.device())?;
-                    let h = match h {
-                        Some(h) => Tensor::from_vec(h, shape, a.device())?,
-                        None => z.clone(),
-                    };
-                    (z, h)
-                }
-                None => {
-                    let mut z = product(&a, &segments[layer.weight].t()?)?;
-                    if let Some(b) = layer.bias {
-                        z = z.broadcast_add(&segments[b])?;
-                    }
-                    let h = self.spec.activations[l].apply(&z)?;
-                    (z, h)
-                }
-            };
-            let mask = match dropout.as_deref_mut() {
-                Some(rng) if self.spec.dropout > 0.0 && l + 1 < n_layers => {
-                    Some(crate::dropout::inverted_mask(rng, &h, self.spec.dropout)?)
-                }
-                _ => None,
-            };
-            let next = match &mask {
-                Some(m) => (&h * m)?,
-                None => h.clone(),
-            };
-            inputs.push(a);
-            pre.push(z);
-            post.push(h);
-            masks.push(mask);
-            a = next;
-        }
-        Ok(Cache {
-            inputs,
-            pre,
-            post,
-            masks,
-            output: a,
-            n_examples: n,
-        })
-    }
-
-    /// δ_l = ∂ℓ/∂z_l for every layer, first layer first, by the slice passes.
-    fn deltas<T: Real>(&self, theta: &[T], cache: &Cache, grad_f: &Tensor) -> Result<Vec<Vec<T>>> {
-        let dense = self.dense(theta);
-        let rows = cache.n_examples;
-        let mut grad_a = bdl_tensor::elements::<T>(grad_f)?.to_vec();
-        let mut deltas = Vec::with_capacity(dense.len());
-        for l in (0..dense.len()).rev() {
-            let mut delta = std::mem::take(&mut grad_a);
-            if let Some(m) = &cache.masks[l] {
-                pass::mask_in_place(&mut delta, &bdl_tensor::elements::<T>(m)?);
-            }
-            let z = bdl_tensor::elements::<T>(&cache.pre[l])?;
-            let h = bdl_tensor::elements::<T>(&cache.post[l])?;
-            bdl_tensor::vectorized(
-                #[inline(always)]
-                || dense[l].activation.scale_by_derivative(&z, &h, &mut delta),
-            );
-            if l > 0 {
-                grad_a = dense[l].backward_to_input(&delta, rows);
-            }
-            deltas.push(delta);
-        }
-        deltas.reverse();
-        Ok(deltas)
-    }
-
-    /// Σ_n g_n (or with `squared`, Σ_n g_n∘g_n) as a `[D]` tensor, by the slice passes.
-    fn gradient_products<T: Real>(
-        &self,
-        params: &Tensor,
-        cache: &Cache,
-        grad_f: &Tensor,
-        squared: bool,
-    ) -> Result<Tensor> {
-        self.check_output_gradient(cache, grad_f)?;
-        let theta = bdl_tensor::elements::<T>(params)?;
-        let deltas = self.deltas(&theta, cache, grad_f)?;
-        let segments = self.layout.segments();
-        let mut out = vec![T::from_f64(0.0); self.layout.len()];
-        for (l, (layer, delta)) in self.layers.iter().zip(&deltas).enumerate() {
-            let (inputs, outputs) = (self.spec.widths[l], self.spec.widths[l + 1]);
-            let mut weight = vec![T::from_f64(0.0); inputs * outputs];
-            let mut bias = layer.bias.map(|_| vec![T::from_f64(0.0); outputs]);
-            pass::weight_products(
-                delta,
-                &bdl_tensor::elements::<T>(&cache.inputs[l])?,
-                (cache.n_examples, inputs, outputs),
-                squared,
-                &mut weight,
-                bias.as_deref_mut(),
-            );
-            out[segments[layer.weight].range()].copy_from_slice(&weight);
-            if let (Some(b), Some(bias)) = (layer.bias, bias) {
-                out[segments[b].range()].copy_from_slice(&bias);
-            }
-        }
-        let d = out.len();
-        Ok(Tensor::from_vec(out, d, params.device())?)
-    }
-
-    fn check_output_gradient(&self, cache: &Cache, grad_f: &Tensor) -> Result<()> {
+    /// An error unless `grad_f` is `[n, K]`.
+    fn check_output_shape(&self, n: usize, grad_f: &Tensor) -> Result<()> {
         Ok(bdl_tensor::check_shape(
             grad_f,
-            &[cache.n_examples, self.n_outputs()],
+            &[n, self.n_outputs()],
             "output gradient ∂ℓ/∂f",
         )?)
     }
 
-    /// The layers' factors by candle's operations.
-    fn tensor_factors(
+    /// The forward pass with the input checked and in the parameters' dtype.
+    fn forward_on<T: Real>(
         &self,
         params: &Tensor,
-        cache: &Cache,
-        grad_f: &Tensor,
-    ) -> Result<Vec<LayerFactors>> {
-        let segments = self.layout.split(params)?;
-        let n_layers = self.n_layers();
-        let mut factors = Vec::with_capacity(n_layers);
-        // ∂ℓ/∂h_L, then δ_l = ∂ℓ/∂z_l = (∂ℓ/∂a_{l+1} ∘ m_l) ∘ φ'(z_l), ∂ℓ/∂a_l = δ_l W_l.
-        let mut grad_a = grad_f.to_dtype(params.dtype())?;
-        for l in (0..n_layers).rev() {
-            let mut delta = match &cache.masks[l] {
-                Some(m) => (grad_a * m)?,
-                None => grad_a,
-            };
-            if let Some(d) = self.spec.activations[l].derivative(&cache.pre[l], &cache.post[l])? {
-                delta = (delta * d)?;
-            }
-            let next = if l > 0 {
-                Some(product(&delta, &segments[self.layers[l].weight])?)
-            } else {
-                None
-            };
-            factors.push(self.factors_of(l, cache, delta));
-            match next {
-                Some(g) => grad_a = g,
-                None => break,
-            }
-        }
-        factors.reverse();
-        Ok(factors)
+        x: Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Cache> {
+        let n = x.dims()[0];
+        let layers = {
+            let theta = bdl_tensor::elements::<T>(params)?;
+            let inputs = bdl_tensor::elements::<T>(&x)?;
+            self.slice_forward(&theta, &inputs, n, dropout, x.device())?
+        };
+        self.slice_cache(x, layers)
     }
 
-    fn factors_of(&self, l: usize, cache: &Cache, delta: Tensor) -> LayerFactors {
-        LayerFactors {
-            input: cache.inputs[l].clone(),
-            delta,
-            positions: 1,
-            weight_segment: self.layers[l].weight,
-            bias_segment: self.layers[l].bias,
-        }
+    /// [`Model::loss_gradient`] by the slice passes, the sums converted to f64.
+    fn loss_gradient_on<T: Real, E: From<Error>>(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+        output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
+        squares: bool,
+    ) -> std::result::Result<LossGradient, E> {
+        let sums =
+            self.slice_loss_gradient::<T, E>(params, x, dropout, output_gradient, squares)?;
+        let wide = |v: Vec<T>| v.into_iter().map(|x| x.to_f64()).collect();
+        Ok(LossGradient {
+            sum: wide(sums.sum),
+            sum_sq: sums.sum_sq.map(wide),
+        })
     }
 }
 
 impl Model for Mlp {
     fn layout(&self) -> &ParamLayout {
         &self.layout
+    }
+
+    fn n_outputs(&self) -> usize {
+        *self.spec.widths.last().expect("checked in Mlp::new")
     }
 
     /// Rows whose widest layer output holds at most 2¹³ numbers (163 rows of a width-50 layer):
@@ -605,16 +458,11 @@ impl Model for Mlp {
         let parts = (0..n)
             .step_by(rows)
             .map(|start| {
-                Ok(self
-                    .forward_cached(params, &x.narrow(0, start, rows.min(n - start))?)?
-                    .output)
+                let xb = x.narrow(0, start, rows.min(n - start))?;
+                Ok(self.forward_cached(params, &xb)?.output)
             })
             .collect::<Result<Vec<_>>>()?;
         Ok(Tensor::cat(&parts, 0)?)
-    }
-
-    fn n_outputs(&self) -> usize {
-        *self.spec.widths.last().expect("checked in Mlp::new")
     }
 
     fn forward_cached_with(
@@ -625,9 +473,9 @@ impl Model for Mlp {
     ) -> Result<Cache> {
         let x = self.check_input(params, x)?;
         match Compute::of(params, &x) {
-            Compute::F32 => self.forward_pass::<f32>(params, x, dropout, true),
-            Compute::F64 => self.forward_pass::<f64>(params, x, dropout, true),
-            Compute::Tensors => self.forward_pass::<f64>(params, x, dropout, false),
+            Compute::F32 => self.forward_on::<f32>(params, x, dropout),
+            Compute::F64 => self.forward_on::<f64>(params, x, dropout),
+            Compute::Tensors => self.tensor_forward(params, x, dropout),
         }
     }
 
@@ -637,44 +485,22 @@ impl Model for Mlp {
         cache: &Cache,
         grad_f: &Tensor,
     ) -> Result<Vec<LayerFactors>> {
-        self.check_output_gradient(cache, grad_f)?;
-        let on_slices = |deltas: Vec<Tensor>| -> Vec<LayerFactors> {
-            deltas
-                .into_iter()
-                .enumerate()
-                .map(|(l, delta)| self.factors_of(l, cache, delta))
-                .collect()
-        };
-        let shaped = |l: usize, delta: Tensor| -> Result<Tensor> {
-            Ok(delta.reshape((cache.n_examples, self.spec.widths[l + 1]))?)
-        };
-        let device = params.device();
-        Ok(match Compute::of(params, grad_f) {
-            Compute::F32 => on_slices(
-                self.deltas(&bdl_tensor::elements::<f32>(params)?, cache, grad_f)?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(l, d)| shaped(l, Tensor::new(d, device)?))
-                    .collect::<Result<_>>()?,
-            ),
-            Compute::F64 => on_slices(
-                self.deltas(&bdl_tensor::elements::<f64>(params)?, cache, grad_f)?
-                    .into_iter()
-                    .enumerate()
-                    .map(|(l, d)| shaped(l, Tensor::new(d, device)?))
-                    .collect::<Result<_>>()?,
-            ),
-            Compute::Tensors => self.tensor_factors(params, cache, grad_f)?,
-        })
+        self.check_output_shape(cache.n_examples, grad_f)?;
+        match Compute::of(params, grad_f) {
+            Compute::F32 => self.slice_factors::<f32>(params, cache, grad_f),
+            Compute::F64 => self.slice_factors::<f64>(params, cache, grad_f),
+            Compute::Tensors => self.tensor_factors(params, cache, grad_f),
+        }
     }
 
     fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        self.check_output_shape(cache.n_examples, grad_f)?;
         match Compute::of(params, grad_f) {
-            Compute::F32 => self.gradient_products::<f32>(params, cache, grad_f, false),
-            Compute::F64 => self.gradient_products::<f64>(params, cache, grad_f, false),
+            Compute::F32 => self.slice_gradient::<f32>(params, cache, grad_f, false),
+            Compute::F64 => self.slice_gradient::<f64>(params, cache, grad_f, false),
             Compute::Tensors => crate::model::assemble(
                 &self.layout,
-                &self.factors(params, cache, grad_f)?,
+                &self.tensor_factors(params, cache, grad_f)?,
                 LayerFactors::weight_grad,
                 LayerFactors::bias_grad,
             ),
@@ -682,14 +508,45 @@ impl Model for Mlp {
     }
 
     fn sum_sq_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
+        self.check_output_shape(cache.n_examples, grad_f)?;
         match Compute::of(params, grad_f) {
-            Compute::F32 => self.gradient_products::<f32>(params, cache, grad_f, true),
-            Compute::F64 => self.gradient_products::<f64>(params, cache, grad_f, true),
+            Compute::F32 => self.slice_gradient::<f32>(params, cache, grad_f, true),
+            Compute::F64 => self.slice_gradient::<f64>(params, cache, grad_f, true),
             Compute::Tensors => crate::model::assemble(
                 &self.layout,
-                &self.factors(params, cache, grad_f)?,
+                &self.tensor_factors(params, cache, grad_f)?,
                 LayerFactors::weight_sum_sq,
                 LayerFactors::bias_sum_sq,
+            ),
+        }
+    }
+
+    /// By the slice passes without a cache when they apply (the sums agree with
+    /// [`backward`](Model::backward) and [`sum_sq_grads`](Model::sum_sq_grads) after
+    /// [`forward_cached_with`](Model::forward_cached_with) exactly); otherwise as those three.
+    fn loss_gradient<E: From<Error>>(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+        output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
+        squares: bool,
+    ) -> std::result::Result<LossGradient, E> {
+        let x = self.check_input(params, x)?;
+        match Compute::of(params, &x) {
+            Compute::F32 => {
+                self.loss_gradient_on::<f32, E>(params, &x, dropout, output_gradient, squares)
+            }
+            Compute::F64 => {
+                self.loss_gradient_on::<f64, E>(params, &x, dropout, output_gradient, squares)
+            }
+            Compute::Tensors => crate::model::loss_gradient_by_cache(
+                self,
+                params,
+                &x,
+                dropout,
+                output_gradient,
+                squares,
             ),
         }
     }
@@ -758,7 +615,7 @@ mod tests {
                 .forward_cached_with(&theta, &x, Some(&mut Seed(3).rng()))
                 .unwrap();
             let tensors = mlp
-                .forward_pass::<f64>(&theta, x.clone(), Some(&mut Seed(3).rng()), false)
+                .tensor_forward(&theta, x.clone(), Some(&mut Seed(3).rng()))
                 .unwrap();
             assert!(slices.masks.iter().take(3).all(Option::is_some));
             for l in 0..4 {
@@ -785,6 +642,59 @@ mod tests {
                 &assembled(LayerFactors::weight_sum_sq, LayerFactors::bias_sum_sq),
                 "Σ g∘g",
             );
+        }
+    }
+
+    /// The loss gradient without a cache is the cache's backward pass to the bit, with and
+    /// without dropout (the same masks from the same stream), in both dtypes; and the default
+    /// implementation (a `Var`'s tensor passes) agrees to rounding.
+    #[test]
+    fn the_loss_gradient_is_the_backward_pass_of_the_cache() {
+        let spec = MlpSpec::new(&[4, 11, 6, 2], Activation::Tanh).with_dropout(0.25);
+        let mlp = Mlp::new(spec).unwrap();
+        for dtype in [DType::F64, DType::F32] {
+            let theta = mlp.init(Seed(5), dtype, &Device::Cpu).unwrap();
+            let mut rng = Seed(6).rng();
+            let x = bdl_tensor::normal(&mut rng, (23, 4), 0.0, 1.0, dtype, &Device::Cpu).unwrap();
+            let y = bdl_tensor::normal(&mut rng, (23, 2), 0.0, 1.0, dtype, &Device::Cpu).unwrap();
+            let residual = |f: &Tensor| -> Result<Tensor> { Ok((f - &y)?) };
+            let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            for seed in [None, Some(Seed(7))] {
+                let mut stream = seed.map(Seed::rng);
+                let ours = mlp
+                    .loss_gradient(&theta, &x, stream.as_mut(), residual, true)
+                    .unwrap();
+                let mut stream = seed.map(Seed::rng);
+                let cache = mlp
+                    .forward_cached_with(&theta, &x, stream.as_mut())
+                    .unwrap();
+                let r = residual(&cache.output).unwrap();
+                let sum =
+                    bdl_tensor::to_f64_vec(&mlp.backward(&theta, &cache, &r).unwrap()).unwrap();
+                let sq =
+                    bdl_tensor::to_f64_vec(&mlp.sum_sq_grads(&theta, &cache, &r).unwrap()).unwrap();
+                assert_eq!(bits(&ours.sum), bits(&sum), "{dtype:?} {seed:?}");
+                assert_eq!(
+                    bits(ours.sum_sq.as_deref().unwrap()),
+                    bits(&sq),
+                    "{dtype:?} {seed:?}"
+                );
+            }
+            let var = candle_core::Var::from_tensor(&theta).unwrap();
+            let by_tensors = mlp
+                .loss_gradient(var.as_tensor(), &x, None, residual, false)
+                .unwrap();
+            let by_slices = mlp
+                .loss_gradient(&theta, &x, None, residual, false)
+                .unwrap();
+            assert!(by_tensors.sum_sq.is_none());
+            let tol = if dtype == DType::F64 { 1e-12 } else { 1e-4 };
+            for (a, b) in by_slices.sum.iter().zip(&by_tensors.sum) {
+                assert!(
+                    (a - b).abs() <= tol * b.abs().max(1e-1),
+                    "{dtype:?}: {a} vs {b}"
+                );
+            }
         }
     }
 }

@@ -58,6 +58,41 @@ pub trait Model {
         Ok(self.forward_cached(params, x)?.output)
     }
 
+    /// One minibatch's loss gradient in one call: the forward pass on `x` (with fresh dropout
+    /// masks from `dropout`, as [`forward_cached_with`](Model::forward_cached_with)), the output
+    /// gradients r_n = ∂ℓ_n/∂f_n from `output_gradient(f)` for the outputs f (`[N, K]`), and the
+    /// sums Σ_n g_n and, with `squares`, Σ_n g_n∘g_n (g_n = J_nᵀ r_n) in f64. A model may do it
+    /// without building a [`Cache`] (the MLP's slice passes do); by default it is
+    /// [`backward`](Model::backward) and [`sum_sq_grads`](Model::sum_sq_grads) on the cache.
+    ///
+    /// ```
+    /// use bdl_models::{Activation, Mlp, MlpSpec, Model};
+    /// use candle_core::{Device, Tensor};
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// // f(x) = 2x + 1 and ℓ = ½(f − y)²: r = f − y, Σ g = Σ r (x, 1).
+    /// let mlp = Mlp::new(MlpSpec::new(&[1, 1], Activation::Identity))?;
+    /// let theta = Tensor::new(&[2.0f64, 1.0], &Device::Cpu)?;
+    /// let (x, y) = (Tensor::new(&[[1.0f64], [2.0]], &Device::Cpu)?, Tensor::new(&[[2.0f64], [6.0]], &Device::Cpu)?);
+    /// let residual = |f: &Tensor| -> bdl_models::Result<Tensor> { Ok((f - &y)?) };
+    /// let g = mlp.loss_gradient(&theta, &x, None, residual, true)?;
+    /// assert_eq!(g.sum, [1.0 * 1.0 + (-1.0) * 2.0, 1.0 - 1.0]);
+    /// assert_eq!(g.sum_sq, Some(vec![1.0 + 4.0, 1.0 + 1.0]));
+    /// # Ok(()) }
+    /// ```
+    fn loss_gradient<E: From<Error>>(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+        output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
+        squares: bool,
+    ) -> std::result::Result<LossGradient, E>
+    where
+        Self: Sized,
+    {
+        loss_gradient_by_cache(self, params, x, dropout, output_gradient, squares)
+    }
+
     /// Σ_n J_nᵀ r_n, shape `[D]`: the gradient of Σ_n ℓ_n when `grad_f` holds r_n = ∂ℓ_n/∂f_n.
     fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
         let factors = self.factors(params, cache, grad_f)?;
@@ -148,6 +183,36 @@ pub trait Model {
             .reshape((n * k, k))?;
         self.factors(params, &repeated, &eye)
     }
+}
+
+/// The sums of [`Model::loss_gradient`], in f64.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LossGradient {
+    /// Σ_n g_n, shape `[D]`.
+    pub sum: Vec<f64>,
+    /// Σ_n g_n∘g_n, shape `[D]`, when asked for.
+    pub sum_sq: Option<Vec<f64>>,
+}
+
+/// [`Model::loss_gradient`] by the cache: forward, output gradients, backward (and Σ g∘g).
+pub(crate) fn loss_gradient_by_cache<M: Model, E: From<Error>>(
+    model: &M,
+    params: &Tensor,
+    x: &Tensor,
+    dropout: Option<&mut ChaCha8Rng>,
+    output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
+    squares: bool,
+) -> std::result::Result<LossGradient, E> {
+    let cache = model.forward_cached_with(params, x, dropout)?;
+    let r = output_gradient(&cache.output)?;
+    let wide = |t: Tensor| -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&t)?) };
+    let sum = wide(model.backward(params, &cache, &r)?)?;
+    let sum_sq = if squares {
+        Some(wide(model.sum_sq_grads(params, &cache, &r)?)?)
+    } else {
+        None
+    };
+    Ok(LossGradient { sum, sum_sq })
 }
 
 /// Applies a per-layer product to every layer and lays the results out as one flat `[D]` vector.

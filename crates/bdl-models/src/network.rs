@@ -9,7 +9,7 @@ use bdl_tensor::{ChaCha8Rng, ParamLayout, Seed};
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::{Cache, Cnn, CnnSpec, LayerFactors, Mlp, MlpSpec, Model, Result};
+use crate::{Cache, Cnn, CnnSpec, Error, LayerFactors, LossGradient, Mlp, MlpSpec, Model, Result};
 
 /// The architecture of a [`Network`], serialised with an internal tag:
 /// `{"kind": "mlp", "widths": [...], ...}` or `{"kind": "cnn", ...}`.
@@ -152,6 +152,20 @@ impl Model for Network {
 
     fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
         self.inner().backward(params, cache, grad_f)
+    }
+
+    fn loss_gradient<E: From<Error>>(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+        output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
+        squares: bool,
+    ) -> std::result::Result<LossGradient, E> {
+        match self {
+            Self::Mlp(m) => m.loss_gradient(params, x, dropout, output_gradient, squares),
+            Self::Cnn(c) => c.loss_gradient(params, x, dropout, output_gradient, squares),
+        }
     }
 
     fn sum_sq_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {

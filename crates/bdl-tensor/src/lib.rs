@@ -15,6 +15,7 @@
 //! - [`Real`] (f32 or f64 with branch-free `exp` and `ln`), [`vectorized`] (a kernel compiled for
 //!   the widest vector instructions the processor has) and [`elements`] (a CPU tensor's elements as a slice, without a copy): what the workspace's
 //!   slice kernels (the MLP's passes, the Gibbs evaluator) are written with;
+//! - [`recycled`] and [`recycle`]: large buffers reused within a thread, call after call;
 //! - [`Threads`]: a scoped pool that bounds the threads of every parallel computation.
 //!
 //! Sibling crates: `bdl-data` (datasets), `bdl-likelihoods` (likelihoods and predictives),
@@ -28,6 +29,7 @@ mod gaussian;
 mod interop;
 mod io;
 mod layout;
+mod pool;
 mod real;
 mod rng;
 mod threads;
@@ -41,6 +43,7 @@ pub use gaussian::{standard_normal_32, standard_normal_cdf};
 pub use interop::{Elements, elements, from_mat, to_f64_vec, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
+pub use pool::{recycle, recycled};
 pub use rand_chacha::ChaCha8Rng;
 pub use real::{Real, vectorized};
 pub use rng::{Seed, bernoulli, normal, uniform};

@@ -190,22 +190,26 @@ pub fn fit_monitored(
             for _ in 0..config.mc_samples {
                 let draw = q.draw();
                 let theta = Tensor::from_slice(&draw.theta, d, device)?.to_dtype(dtype)?;
-                let cache = network.forward_cached(&theta, xb)?;
-                let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
                 // The network's products are sums over the minibatch: the means are / M.
-                let mean = |sum: Tensor| -> Result<Vec<f64>> {
-                    let mut sum = bdl_tensor::to_f64_vec(&sum)?;
+                let mean = |mut sum: Vec<f64>| -> Vec<f64> {
                     sum.iter_mut().for_each(|v| *v /= m);
-                    Ok(sum)
+                    sum
                 };
-                let g = mean(network.backward(&theta, &cache, &r)?)?;
-                let h = match curvature {
-                    Curvature::None => None,
-                    Curvature::SumSqGrads => Some(mean(network.sum_sq_grads(&theta, &cache, &r)?)?),
-                    Curvature::GgnDiagonal => {
-                        let factor = likelihood.hess_factor(&cache.output)?;
-                        Some(mean(network.ggn_diagonal(&theta, &cache, &factor)?)?)
-                    }
+                let (g, h) = if curvature == Curvature::GgnDiagonal {
+                    let cache = network.forward_cached(&theta, xb)?;
+                    let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
+                    let factor = likelihood.hess_factor(&cache.output)?;
+                    let wide = |t: Tensor| -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&t)?) };
+                    let g = wide(network.backward(&theta, &cache, &r)?)?;
+                    let h = wide(network.ggn_diagonal(&theta, &cache, &factor)?)?;
+                    (mean(g), Some(mean(h)))
+                } else {
+                    let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
+                        Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
+                    };
+                    let squares = curvature == Curvature::SumSqGrads;
+                    let sums = network.loss_gradient(&theta, xb, None, output_gradient, squares)?;
+                    (mean(sums.sum), sums.sum_sq.map(mean))
                 };
                 q.observe(&draw, &g, h.as_deref())?;
             }

@@ -1,223 +1,22 @@
-//! The MLP's forward and backward passes on the CPU: loops over contiguous slices, compiled for
-//! the processor's widest vector instructions ([`bdl_tensor::vectorized`]).
+//! The MLP's forward and backward passes on the CPU, as loops over contiguous slices compiled
+//! for the processor's widest vector instructions ([`bdl_tensor::vectorized`]).
 //!
 //! With a_l (`[N, d_l]`) the input of layer l, W_l (`[d_{l+1}, d_l]`, PyTorch order), b_l, the
 //! activation φ_l and the scaled dropout mask m_l (1 without dropout):
 //!
 //! - forward: z_l = a_l W_lᵀ + b_l, h_l = φ_l(z_l), a_{l+1} = h_l ∘ m_l;
-//! - backward from r = ∂ℓ/∂f: δ_L = r ∘ m_L ∘ φ_L'(z_L), δ_l = (δ_{l+1} W_{l+1}) ∘ m_l ∘ φ_l'(z_l);
+//! - backward from r = ∂ℓ/∂f: δ_L = r ∘ φ_L'(z_L), δ_l = (δ_{l+1} W_{l+1}) ∘ m_l ∘ φ_l'(z_l);
 //! - Σ_n g_n(W_l) = δ_lᵀ a_l and Σ_n g_n(b_l) = 1ᵀ δ_l; Σ_n g_n∘g_n = (δ_l∘δ_l)ᵀ(a_l∘a_l) and
 //!   1ᵀ(δ_l∘δ_l).
 //!
-//! Every matrix product is one [`product`]: c_pq = Σ_r a_pr b_rq summed in the order of r, one
-//! fused multiply-add a term, starting from zero. Tiles of rows and columns decide only which
-//! sums run side by side in registers, never the order within one, so the result is the same
-//! for every tiling and every vector width: the same bits with AVX-512, with AVX2 or with
-//! neither. (They are not candle's bits: its `gemm` picks among kernels whose summation orders
-//! differ by shape.)
+//! Each matrix product is one [`product`] whose tiles go out through a [`Store`] that adds the
+//! bias (forward) or multiplies by m ∘ φ' (backward) on the way, so no pass over a whole layer
+//! is spent on them.
 
-use bdl_tensor::{Real, vectorized};
+use bdl_tensor::{Real, recycle, recycled, vectorized};
 
+use super::product::{Dims, Plain, Store, Strided, product};
 use crate::Activation;
-
-/// A matrix read through strides: entry (p, r) is `data[p * row + r * col]`.
-#[derive(Clone, Copy)]
-pub(super) struct Strided<'a, T> {
-    pub data: &'a [T],
-    pub row: usize,
-    pub col: usize,
-}
-
-impl<'a, T> Strided<'a, T> {
-    /// A row-major `[·, width]` matrix.
-    pub(super) fn rows(data: &'a [T], width: usize) -> Self {
-        Self {
-            data,
-            row: width,
-            col: 1,
-        }
-    }
-
-    /// The transpose of a row-major `[·, width]` matrix.
-    pub(super) fn transposed(data: &'a [T], width: usize) -> Self {
-        Self {
-            data,
-            row: 1,
-            col: width,
-        }
-    }
-}
-
-/// The shape of a product C = A B: A is `[p, r]`, B `[r, q]`, C `[p, q]`.
-#[derive(Clone, Copy, Debug)]
-pub(super) struct Dims {
-    pub p: usize,
-    pub q: usize,
-    pub r: usize,
-}
-
-/// C = A B for A read through strides, B and C row-major (`b.len() == r·q`, `c.len() == p·q`; C
-/// is overwritten): c_pq = Σ_r a_pr b_rq, in the order of r, one fused multiply-add a term.
-pub(super) fn product<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, c: &mut [T]) {
-    assert_eq!(b.len(), dims.r * dims.q, "B is [r, q]");
-    assert_eq!(c.len(), dims.p * dims.q, "C is [p, q]");
-    if dims.r == 0 {
-        c.fill(T::from_f64(0.0));
-        return;
-    }
-    vectorized(
-        #[inline(always)]
-        || {
-            if dims.q == 1 {
-                return column(a, b, dims, c);
-            }
-            if dims.r == 1 {
-                return outer(a, b, c);
-            }
-            let mut panel = Vec::new();
-            let mut p0 = 0;
-            while p0 < dims.p {
-                if dims.p - p0 >= ROWS {
-                    row_block::<T, ROWS>(a, b, dims, p0, &mut panel, c);
-                    p0 += ROWS;
-                } else {
-                    row_block::<T, 1>(a, b, dims, p0, &mut panel, c);
-                    p0 += 1;
-                }
-            }
-        },
-    )
-}
-
-/// C = A b for a one-column B: the sums of eight rows side by side, each term read from A where
-/// it lies (packing A would cost as much as the products).
-#[inline(always)]
-fn column<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, c: &mut [T]) {
-    let mut p0 = 0;
-    while p0 < dims.p {
-        p0 += if dims.p - p0 >= 8 {
-            column_rows::<T, 8>(a, b, p0, c)
-        } else {
-            column_rows::<T, 1>(a, b, p0, c)
-        };
-    }
-}
-
-/// Rows p0 … p0 + P − 1 of C = A b; returns P.
-#[inline(always)]
-fn column_rows<T: Real, const P: usize>(
-    a: Strided<'_, T>,
-    b: &[T],
-    p0: usize,
-    c: &mut [T],
-) -> usize {
-    let mut base = [0; P];
-    for (p, base) in base.iter_mut().enumerate() {
-        *base = (p0 + p) * a.row;
-    }
-    let mut acc = [T::from_f64(0.0); P];
-    for (r, &b) in b.iter().enumerate() {
-        let at = r * a.col;
-        for (s, &base) in acc.iter_mut().zip(&base) {
-            *s = a.data[base + at].mul_add(b, *s);
-        }
-    }
-    for (p, s) in acc.into_iter().enumerate() {
-        c[p0 + p] = s;
-    }
-    P
-}
-
-/// C = A B for a one-row B (an outer product): c_pq = a_p b_q, one rounding, as the fused sum
-/// from zero would give.
-#[inline(always)]
-fn outer<T: Real>(a: Strided<'_, T>, b: &[T], c: &mut [T]) {
-    for (p, row) in c.chunks_exact_mut(b.len()).enumerate() {
-        let a = a.data[p * a.row];
-        row.iter_mut().zip(b).for_each(|(c, &b)| *c = a * b);
-    }
-}
-
-/// Rows of C computed together: each B row loaded is used this many times.
-const ROWS: usize = 4;
-
-/// Rows p0 … p0 + P − 1 of C: A's rows packed into an r-major panel (P numbers per r), then the
-/// columns in tiles of 16, 8, 4, 2 and 1.
-#[inline(always)]
-fn row_block<T: Real, const P: usize>(
-    a: Strided<'_, T>,
-    b: &[T],
-    dims: Dims,
-    p0: usize,
-    panel_buffer: &mut Vec<T>,
-    c: &mut [T],
-) {
-    panel_buffer.resize(dims.r * P, T::from_f64(0.0));
-    let (panel, _) = panel_buffer.as_chunks_mut::<P>();
-    if a.col == 1 {
-        // A's rows are contiguous: each fills one place of every r.
-        for p in 0..P {
-            let row = &a.data[(p0 + p) * a.row..][..dims.r];
-            for (at_r, &x) in panel.iter_mut().zip(row) {
-                at_r[p] = x;
-            }
-        }
-    } else if a.row == 1 {
-        // A's columns are contiguous: the P numbers of one r lie side by side.
-        for (r, at_r) in panel.iter_mut().enumerate() {
-            let start = p0 + r * a.col;
-            *at_r = a.data[start..start + P].try_into().expect("P numbers");
-        }
-    } else {
-        for (r, at_r) in panel.iter_mut().enumerate() {
-            for (p, x) in at_r.iter_mut().enumerate() {
-                *x = a.data[(p0 + p) * a.row + r * a.col];
-            }
-        }
-    }
-    let mut q0 = 0;
-    while q0 < dims.q {
-        q0 += match dims.q - q0 {
-            16.. => tile::<T, P, 16>(panel, b, dims.q, p0, q0, c),
-            8.. => tile::<T, P, 8>(panel, b, dims.q, p0, q0, c),
-            4.. => tile::<T, P, 4>(panel, b, dims.q, p0, q0, c),
-            2.. => tile::<T, P, 2>(panel, b, dims.q, p0, q0, c),
-            _ => tile::<T, P, 1>(panel, b, dims.q, p0, q0, c),
-        };
-    }
-}
-
-/// The P × Q tile of C at (p0, q0), its sums held in registers; returns Q.
-///
-/// The sums are stored by value at the end: a slice copy would take their address, and every
-/// possibly panicking bounds check in the loop would then keep them in memory (a load and a
-/// store around each multiply-add, measured twenty times slower).
-#[inline(always)]
-fn tile<T: Real, const P: usize, const Q: usize>(
-    panel: &[[T; P]],
-    b: &[T],
-    width: usize,
-    p0: usize,
-    q0: usize,
-    c: &mut [T],
-) -> usize {
-    let zero = T::from_f64(0.0);
-    let mut acc = [[zero; Q]; P];
-    for (a, b) in panel.iter().zip(b.chunks_exact(width)) {
-        let b: &[T; Q] = b[q0..q0 + Q].try_into().expect("Q columns");
-        for (acc, &a) in acc.iter_mut().zip(a) {
-            for (s, &b) in acc.iter_mut().zip(b) {
-                *s = a.mul_add(b, *s);
-            }
-        }
-    }
-    for (p, sums) in acc.into_iter().enumerate() {
-        let start = (p0 + p) * width + q0;
-        let dst: &mut [T; Q] = (&mut c[start..start + Q]).try_into().expect("Q columns");
-        *dst = sums;
-    }
-    Q
-}
 
 /// One dense layer's parameters, slices of the flat vector.
 #[derive(Clone, Copy)]
@@ -231,68 +30,137 @@ pub(super) struct Dense<'a, T> {
     pub activation: Activation,
 }
 
+/// The forward store: z = sums + b. (φ runs as a pass of its own over z: applied tile by tile
+/// in the store it made the whole product a fifth slower, the tiles' sums going through memory.)
+struct Affine<'a, T> {
+    z: &'a mut [T],
+    bias: Option<&'a [T]>,
+    width: usize,
+}
+
+impl<T: Real> Store<T> for Affine<'_, T> {
+    #[inline(always)]
+    fn store<const Q: usize>(&mut self, p: usize, q0: usize, sums: [T; Q]) {
+        let mut z = sums;
+        if let Some(b) = self.bias {
+            for (z, &b) in z.iter_mut().zip(&b[q0..q0 + Q]) {
+                *z += b;
+            }
+        }
+        Plain {
+            c: &mut *self.z,
+            width: self.width,
+        }
+        .store(p, q0, z);
+    }
+}
+
+/// The backward store: δ = sums ∘ m ∘ φ'(z), from the layer's z and h = φ(z).
+struct Backprop<'a, T> {
+    delta: &'a mut [T],
+    z: &'a [T],
+    h: &'a [T],
+    mask: Option<&'a [T]>,
+    activation: Activation,
+    width: usize,
+}
+
+impl<T: Real> Store<T> for Backprop<'_, T> {
+    #[inline(always)]
+    fn store<const Q: usize>(&mut self, p: usize, q0: usize, sums: [T; Q]) {
+        let at = p * self.width + q0..p * self.width + q0 + Q;
+        let mut delta = sums;
+        if let Some(m) = self.mask {
+            for (d, &m) in delta.iter_mut().zip(&m[at.clone()]) {
+                *d *= m;
+            }
+        }
+        self.activation
+            .scale_by_derivative(&self.z[at.clone()], &self.h[at], &mut delta);
+        Plain {
+            c: &mut *self.delta,
+            width: self.width,
+        }
+        .store(p, q0, delta);
+    }
+}
+
 impl<T: Real> Dense<'_, T> {
-    /// z = a Wᵀ + b for the `n` rows of `a`, and h = φ(z) unless φ is the identity.
-    pub(super) fn forward(&self, a: &[T], n: usize) -> (Vec<T>, Option<Vec<T>>) {
+    /// z = a Wᵀ + b for the `n` rows of `a` into `z`, and h = φ(z) into `h` (which the identity
+    /// does not need: `None`).
+    pub(super) fn forward(&self, a: &[T], n: usize, z: &mut [T], h: Option<&mut [T]>) {
         let (d_in, d_out) = (self.inputs, self.outputs);
+        assert_eq!(z.len(), n * d_out, "z is [n, outputs]");
         // Wᵀ, `[inputs, outputs]`: row k holds the weights of input k.
         let mut w_t = Vec::with_capacity(d_in * d_out);
         for k in 0..d_in {
             w_t.extend(self.weight.iter().skip(k).step_by(d_in));
         }
-        let mut z = vec![T::from_f64(0.0); n * d_out];
-        product(
-            Strided::rows(a, d_in),
-            &w_t,
-            Dims {
-                p: n,
-                q: d_out,
-                r: d_in,
-            },
-            &mut z,
-        );
-        vectorized(
-            #[inline(always)]
-            || {
-                if let Some(b) = self.bias {
-                    for row in z.chunks_exact_mut(d_out) {
-                        row.iter_mut().zip(b).for_each(|(z, &b)| *z += b);
-                    }
-                }
-                let h = if self.activation == Activation::Identity {
-                    None
-                } else {
-                    let mut h = vec![T::from_f64(0.0); z.len()];
-                    self.activation.apply_to_slice(&z, &mut h);
-                    Some(h)
-                };
-                (z, h)
-            },
-        )
+        let dims = Dims {
+            p: n,
+            q: d_out,
+            r: d_in,
+        };
+        let mut out = Affine {
+            z: &mut *z,
+            bias: self.bias,
+            width: d_out,
+        };
+        product(Strided::rows(a, d_in), &w_t, dims, &mut out);
+        if let Some(h) = h {
+            let activation = self.activation;
+            vectorized(
+                #[inline(always)]
+                || activation.apply_to_slice(z, h),
+            );
+        }
     }
 
-    /// ∂ℓ/∂a = δ W for the layer's deltas δ (`[n, outputs]`), shape `[n, inputs]`.
-    pub(super) fn backward_to_input(&self, delta: &[T], n: usize) -> Vec<T> {
-        let mut grad = vec![T::from_f64(0.0); n * self.inputs];
+    /// The deltas of the layer below, (δ W) ∘ m ∘ φ'(z) for this layer's deltas δ (`[n,
+    /// outputs]`) and the lower layer's z, h = φ(z) and mask m (`[n, inputs]`), into `below`.
+    pub(super) fn backward(&self, delta: &[T], n: usize, lower: Lower<'_, T>, below: &mut [T]) {
+        assert_eq!(below.len(), n * self.inputs, "δ below is [n, inputs]");
+        let dims = Dims {
+            p: n,
+            q: self.inputs,
+            r: self.outputs,
+        };
+        let mut out = Backprop {
+            delta: below,
+            z: lower.z,
+            h: lower.h,
+            mask: lower.mask,
+            activation: lower.activation,
+            width: self.inputs,
+        };
         product(
             Strided::rows(delta, self.outputs),
             self.weight,
-            Dims {
-                p: n,
-                q: self.inputs,
-                r: self.outputs,
-            },
-            &mut grad,
+            dims,
+            &mut out,
         );
-        grad
     }
 }
 
-/// δ ← δ ∘ m elementwise.
-pub(super) fn mask_in_place<T: Real>(delta: &mut [T], mask: &[T]) {
+/// What the backward pass needs of the layer below: its z, h = φ(z), dropout mask and φ.
+#[derive(Clone, Copy)]
+pub(super) struct Lower<'a, T> {
+    pub z: &'a [T],
+    pub h: &'a [T],
+    pub mask: Option<&'a [T]>,
+    pub activation: Activation,
+}
+
+/// δ ← δ ∘ φ'(z) for the top layer's deltas (its output gradients r on entry).
+pub(super) fn top_deltas<T: Real>(delta: &mut [T], top: Lower<'_, T>) {
     vectorized(
         #[inline(always)]
-        || delta.iter_mut().zip(mask).for_each(|(d, &m)| *d *= m),
+        || {
+            if let Some(m) = top.mask {
+                delta.iter_mut().zip(m).for_each(|(d, &m)| *d *= m);
+            }
+            top.activation.scale_by_derivative(top.z, top.h, delta);
+        },
     )
 }
 
@@ -308,47 +176,48 @@ pub(super) fn weight_products<T: Real>(
     bias: Option<&mut [T]>,
 ) {
     let square = |v: &[T]| -> Vec<T> {
+        let mut sq = recycled(v.len());
         vectorized(
             #[inline(always)]
-            || v.iter().map(|&x| x * x).collect(),
-        )
+            || sq.iter_mut().zip(v).for_each(|(s, &x)| *s = x * x),
+        );
+        sq
     };
-    let (delta_sq, input_sq);
-    let (delta, input) = if squared {
-        (delta_sq, input_sq) = (square(delta), square(input));
-        (&delta_sq[..], &input_sq[..])
-    } else {
-        (delta, input)
+    let squares = squared.then(|| (square(delta), square(input)));
+    let (delta, input) = match &squares {
+        Some((delta, input)) => (&delta[..], &input[..]),
+        None => (delta, input),
     };
     // The wider of the two sides runs along the registers' lanes: δᵀ a directly, or (aᵀ δ)ᵀ.
     if inputs >= outputs {
-        product(
-            Strided::transposed(delta, outputs),
-            input,
-            Dims {
-                p: outputs,
-                q: inputs,
-                r: n,
-            },
-            weight,
-        );
+        let dims = Dims {
+            p: outputs,
+            q: inputs,
+            r: n,
+        };
+        let mut out = Plain {
+            c: weight,
+            width: inputs,
+        };
+        product(Strided::transposed(delta, outputs), input, dims, &mut out);
     } else {
-        let mut transposed = vec![T::from_f64(0.0); inputs * outputs];
-        product(
-            Strided::transposed(input, inputs),
-            delta,
-            Dims {
-                p: inputs,
-                q: outputs,
-                r: n,
-            },
-            &mut transposed,
-        );
+        let mut transposed = recycled(inputs * outputs);
+        let dims = Dims {
+            p: inputs,
+            q: outputs,
+            r: n,
+        };
+        let mut out = Plain {
+            c: &mut transposed,
+            width: outputs,
+        };
+        product(Strided::transposed(input, inputs), delta, dims, &mut out);
         for (o, row) in weight.chunks_exact_mut(inputs).enumerate() {
             row.iter_mut()
                 .zip(transposed.iter().skip(o).step_by(outputs))
                 .for_each(|(w, &t)| *w = t);
         }
+        recycle(transposed);
     }
     if let Some(bias) = bias {
         vectorized(
@@ -361,61 +230,8 @@ pub(super) fn weight_products<T: Real>(
             },
         );
     }
-}
-
-#[cfg(test)]
-mod tests {
-    use bdl_tensor::Seed;
-    use rand::Rng;
-
-    use super::*;
-
-    /// c_pq = Σ_r a_pr b_rq one term after the other, each fused into the running sum.
-    fn sequential(a: Strided<'_, f64>, b: &[f64], dims: Dims) -> Vec<f64> {
-        let mut c = vec![0.0; dims.p * dims.q];
-        for p in 0..dims.p {
-            for q in 0..dims.q {
-                c[p * dims.q + q] = (0..dims.r).fold(0.0, |sum, r| {
-                    a.data[p * a.row + r * a.col].mul_add(b[r * dims.q + q], sum)
-                });
-            }
-        }
-        c
-    }
-
-    /// Every tiling (row blocks of 4 and 1; column tiles of 16, 8, 4, 2, 1; the one-column and
-    /// one-term shortcuts) and both ways of reading A give exactly the sums taken in order:
-    /// equal values, not merely close ones (the lanes only decide which sums run side by side).
-    #[test]
-    fn products_are_the_sums_taken_in_order() {
-        let mut rng = Seed(11).rng();
-        for &(p, q, r) in &[
-            (1, 1, 1),
-            (3, 1, 50),
-            (128, 1, 50),
-            (128, 50, 1),
-            (128, 50, 14),
-            (50, 14, 128),
-            (14, 50, 128),
-            (7, 31, 5),
-            (9, 16, 3),
-            (5, 2, 17),
-            (4, 3, 0),
-        ] {
-            let a: Vec<f64> = (0..p * r).map(|_| rng.random_range(-2.0..2.0)).collect();
-            let b: Vec<f64> = (0..r * q).map(|_| rng.random_range(-2.0..2.0)).collect();
-            let dims = Dims { p, q, r };
-            for a in [Strided::rows(&a, r), Strided::transposed(&a, p)] {
-                let mut c = vec![f64::NAN; p * q];
-                product(a, &b, dims, &mut c);
-                assert_eq!(
-                    c,
-                    sequential(a, &b, dims),
-                    "{dims:?}, strides {}, {}",
-                    a.row,
-                    a.col
-                );
-            }
-        }
+    if let Some((delta, input)) = squares {
+        recycle(delta);
+        recycle(input);
     }
 }
