@@ -57,6 +57,8 @@ fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
         "benchmark (1 thread; medians of repeated runs)", "ours", "naive", "speed-up"
     );
     if on(Group::Models) {
+        loss_gradient(&[14, 50, 1], 128, DType::F64)?;
+        loss_gradient(&[8, 50, 50, 1], 32, DType::F32)?;
         for batch in [32, 1000] {
             sum_sq_grads(batch)?;
         }
@@ -192,6 +194,70 @@ fn variational_epochs() -> Result<()> {
         )?;
     }
     Ok(())
+}
+
+/// One minibatch's loss gradient Σ_n ∇θ ℓ_n (Gaussian likelihood, ReLU MLP of the given widths,
+/// at its seeded initialisation): the MLP's slice passes ([`Model::loss_gradient`], what every
+/// training loop calls) against candle's autograd of the summed negative log-likelihood through
+/// the same network, the gradient a user of candle would write; both give the same numbers.
+fn loss_gradient(widths: &[usize], batch: usize, dtype: DType) -> Result<()> {
+    let seed = Seed(2);
+    let device = Device::Cpu;
+    let model = Mlp::new(MlpSpec::new(widths, Activation::Relu))?;
+    let theta = model.init(seed, dtype, &device)?;
+    let draw = |name: &str, cols: usize| -> Result<Tensor> {
+        let mut rng = seed.fork(name).rng();
+        Ok(bdl_tensor::normal(
+            &mut rng,
+            (batch, cols),
+            0.0,
+            1.0,
+            dtype,
+            &device,
+        )?)
+    };
+    let (x, y) = (draw("x", widths[0])?, draw("y", 1)?);
+    let likelihood = Likelihood::Gaussian { sigma: 0.5 };
+    let ours = || -> Result<Vec<f64>> {
+        let output_gradient =
+            |f: &Tensor| -> bdl_inference::Result<Tensor> { Ok(likelihood.grad_f(f, &y)?) };
+        Ok(model
+            .loss_gradient(&theta, &x, None, output_gradient, false)?
+            .sum)
+    };
+    let var = Var::from_tensor(&theta)?;
+    let naive = || -> Result<Vec<f64>> {
+        let f = model.forward(var.as_tensor(), &x)?;
+        let nll = likelihood.log_lik(&f, &y)?.neg()?.sum_all()?;
+        let grads = nll.backward()?;
+        Ok(bdl_tensor::to_f64_vec(
+            grads.get(var.as_tensor()).expect("θ is a Var"),
+        )?)
+    };
+    // The same sums in other orders: f64 agrees to 1e-10 of the largest entry, f32 to 1e-4.
+    let (a, b) = (ours()?, naive()?);
+    let scale = b.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let diff = a
+        .iter()
+        .zip(&b)
+        .fold(0.0f64, |m, (a, b)| m.max((a - b).abs()));
+    let tol = if dtype == DType::F64 { 1e-10 } else { 1e-4 };
+    ensure!(
+        diff <= tol * scale,
+        "the two gradients disagree: {diff} (scale {scale})"
+    );
+    let shape = widths
+        .iter()
+        .map(|w| w.to_string())
+        .collect::<Vec<_>>()
+        .join("-");
+    compare(
+        &format!(
+            "loss gradient, MLP {shape}, batch {batch}, {dtype:?}: slice passes vs candle autograd"
+        ),
+        || ours().map(drop),
+        || naive().map(drop),
+    )
 }
 
 /// Σ_n g_n∘g_n for an MLP 13-50-1 (ReLU, squared-error output gradients): from the (a, δ)

@@ -393,6 +393,31 @@ impl Mlp {
         )?)
     }
 
+    /// Σ_n g_n, or with `squared` Σ_n g_n∘g_n, from a cache.
+    fn gradient_from_cache(
+        &self,
+        params: &Tensor,
+        cache: &Cache,
+        grad_f: &Tensor,
+        squared: bool,
+    ) -> Result<Tensor> {
+        self.check_output_shape(cache.n_examples, grad_f)?;
+        match Compute::of(params, grad_f) {
+            Compute::F32 => self.slice_gradient::<f32>(params, cache, grad_f, squared),
+            Compute::F64 => self.slice_gradient::<f64>(params, cache, grad_f, squared),
+            Compute::Tensors => {
+                type Product = fn(&LayerFactors) -> Result<Tensor>;
+                let (weight, bias): (Product, Product) = if squared {
+                    (LayerFactors::weight_sum_sq, LayerFactors::bias_sum_sq)
+                } else {
+                    (LayerFactors::weight_grad, LayerFactors::bias_grad)
+                };
+                let factors = self.tensor_factors(params, cache, grad_f)?;
+                crate::model::assemble(&self.layout, &factors, weight, bias)
+            }
+        }
+    }
+
     /// The forward pass with the input checked and in the parameters' dtype.
     fn forward_on<T: Real>(
         &self,
@@ -407,24 +432,6 @@ impl Mlp {
             self.slice_forward(&theta, &inputs, n, dropout, x.device())?
         };
         self.slice_cache(x, layers)
-    }
-
-    /// [`Model::loss_gradient`] by the slice passes, the sums converted to f64.
-    fn loss_gradient_on<T: Real, E: From<Error>>(
-        &self,
-        params: &Tensor,
-        x: &Tensor,
-        dropout: Option<&mut ChaCha8Rng>,
-        output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
-        squares: bool,
-    ) -> std::result::Result<LossGradient, E> {
-        let sums =
-            self.slice_loss_gradient::<T, E>(params, x, dropout, output_gradient, squares)?;
-        let wide = |v: Vec<T>| v.into_iter().map(|x| x.to_f64()).collect();
-        Ok(LossGradient {
-            sum: wide(sums.sum),
-            sum_sq: sums.sum_sq.map(wide),
-        })
     }
 }
 
@@ -494,31 +501,11 @@ impl Model for Mlp {
     }
 
     fn backward(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
-        self.check_output_shape(cache.n_examples, grad_f)?;
-        match Compute::of(params, grad_f) {
-            Compute::F32 => self.slice_gradient::<f32>(params, cache, grad_f, false),
-            Compute::F64 => self.slice_gradient::<f64>(params, cache, grad_f, false),
-            Compute::Tensors => crate::model::assemble(
-                &self.layout,
-                &self.tensor_factors(params, cache, grad_f)?,
-                LayerFactors::weight_grad,
-                LayerFactors::bias_grad,
-            ),
-        }
+        self.gradient_from_cache(params, cache, grad_f, false)
     }
 
     fn sum_sq_grads(&self, params: &Tensor, cache: &Cache, grad_f: &Tensor) -> Result<Tensor> {
-        self.check_output_shape(cache.n_examples, grad_f)?;
-        match Compute::of(params, grad_f) {
-            Compute::F32 => self.slice_gradient::<f32>(params, cache, grad_f, true),
-            Compute::F64 => self.slice_gradient::<f64>(params, cache, grad_f, true),
-            Compute::Tensors => crate::model::assemble(
-                &self.layout,
-                &self.tensor_factors(params, cache, grad_f)?,
-                LayerFactors::weight_sum_sq,
-                LayerFactors::bias_sum_sq,
-            ),
-        }
+        self.gradient_from_cache(params, cache, grad_f, true)
     }
 
     /// By the slice passes without a cache when they apply (the sums agree with
@@ -535,10 +522,10 @@ impl Model for Mlp {
         let x = self.check_input(params, x)?;
         match Compute::of(params, &x) {
             Compute::F32 => {
-                self.loss_gradient_on::<f32, E>(params, &x, dropout, output_gradient, squares)
+                self.slice_loss_gradient::<f32, E>(params, &x, dropout, output_gradient, squares)
             }
             Compute::F64 => {
-                self.loss_gradient_on::<f64, E>(params, &x, dropout, output_gradient, squares)
+                self.slice_loss_gradient::<f64, E>(params, &x, dropout, output_gradient, squares)
             }
             Compute::Tensors => crate::model::loss_gradient_by_cache(
                 self,

@@ -7,7 +7,7 @@ use candle_core::{Device, Tensor};
 
 use super::Mlp;
 use super::pass::{Dense, Lower, top_deltas, weight_products};
-use crate::{Activation, Cache, LayerFactors, Model, Result};
+use crate::{Activation, Cache, LayerFactors, LossGradient, Model, Result};
 
 /// One layer's values in a forward pass.
 pub(super) struct Values<T> {
@@ -40,9 +40,9 @@ struct View<'a, T> {
 }
 
 /// Σ_n g_n and, when asked, Σ_n g_n∘g_n, in the parameters' dtype.
-pub(super) struct Sums<T> {
-    pub sum: Vec<T>,
-    pub sum_sq: Option<Vec<T>>,
+struct Sums<T> {
+    sum: Vec<T>,
+    sum_sq: Option<Vec<T>>,
 }
 
 impl Mlp {
@@ -282,7 +282,8 @@ impl Mlp {
     }
 
     /// The loss gradient of one minibatch without a cache: the forward pass as vectors, r from
-    /// `output_gradient` on the outputs, the backward pass over views of the vectors.
+    /// `output_gradient` on the outputs, the backward pass over views of the vectors; the sums
+    /// in f64.
     pub(super) fn slice_loss_gradient<T: Real, E: From<crate::Error>>(
         &self,
         params: &Tensor,
@@ -290,7 +291,7 @@ impl Mlp {
         dropout: Option<&mut ChaCha8Rng>,
         output_gradient: impl FnOnce(&Tensor) -> std::result::Result<Tensor, E>,
         squares: bool,
-    ) -> std::result::Result<Sums<T>, E> {
+    ) -> std::result::Result<LossGradient, E> {
         let n = x.dims()[0];
         let theta = elements::<T>(params).map_err(crate::Error::from)?;
         let inputs = elements::<T>(x).map_err(crate::Error::from)?;
@@ -331,7 +332,11 @@ impl Mlp {
             let owned = [Some(values.z), values.h, values.next];
             owned.into_iter().flatten().for_each(recycle);
         }
-        Ok(sums)
+        let wide = |v: Vec<T>| v.into_iter().map(|x| x.to_f64()).collect();
+        Ok(LossGradient {
+            sum: wide(sums.sum),
+            sum_sq: sums.sum_sq.map(wide),
+        })
     }
 }
 
