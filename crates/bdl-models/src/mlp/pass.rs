@@ -92,9 +92,11 @@ impl<T: Real> Dense<'_, T> {
         let (d_in, d_out) = (self.inputs, self.outputs);
         assert_eq!(z.len(), n * d_out, "z is [n, outputs]");
         // Wᵀ, `[inputs, outputs]`: row k holds the weights of input k.
-        let mut w_t = Vec::with_capacity(d_in * d_out);
-        for k in 0..d_in {
-            w_t.extend(self.weight.iter().skip(k).step_by(d_in));
+        let mut w_t = recycled(d_in * d_out);
+        for (o, row) in self.weight.chunks_exact(d_in).enumerate() {
+            for (k, &w) in row.iter().enumerate() {
+                w_t[k * d_out + o] = w;
+            }
         }
         let dims = Dims {
             p: n,
@@ -107,6 +109,7 @@ impl<T: Real> Dense<'_, T> {
             width: d_out,
         };
         product(Strided::rows(a, d_in), &w_t, dims, &mut out);
+        recycle(w_t);
         if let Some(h) = h {
             let activation = self.activation;
             vectorized(
@@ -212,10 +215,10 @@ pub(super) fn weight_products<T: Real>(
             width: outputs,
         };
         product(Strided::transposed(input, inputs), delta, dims, &mut out);
-        for (o, row) in weight.chunks_exact_mut(inputs).enumerate() {
-            row.iter_mut()
-                .zip(transposed.iter().skip(o).step_by(outputs))
-                .for_each(|(w, &t)| *w = t);
+        for (k, column) in transposed.chunks_exact(outputs).enumerate() {
+            for (o, &t) in column.iter().enumerate() {
+                weight[o * inputs + k] = t;
+            }
         }
         recycle(transposed);
     }
