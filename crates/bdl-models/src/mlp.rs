@@ -8,7 +8,7 @@ mod tensors;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use bdl_tensor::{ChaCha8Rng, Layer, ParamLayout, Real, Seed};
+use bdl_tensor::{ChaCha8Rng, Layer, ParamLayout, Seed};
 
 use crate::{Activation, Cache, Error, LayerFactors, LossGradient, Model, Result};
 
@@ -417,22 +417,6 @@ impl Mlp {
             }
         }
     }
-
-    /// The forward pass with the input checked and in the parameters' dtype.
-    fn forward_on<T: Real>(
-        &self,
-        params: &Tensor,
-        x: Tensor,
-        dropout: Option<&mut ChaCha8Rng>,
-    ) -> Result<Cache> {
-        let n = x.dims()[0];
-        let layers = {
-            let theta = bdl_tensor::elements::<T>(params)?;
-            let inputs = bdl_tensor::elements::<T>(&x)?;
-            self.slice_forward(&theta, &inputs, n, dropout, x.device())?
-        };
-        self.slice_cache(x, layers)
-    }
 }
 
 impl Model for Mlp {
@@ -480,8 +464,8 @@ impl Model for Mlp {
     ) -> Result<Cache> {
         let x = self.check_input(params, x)?;
         match Compute::of(params, &x) {
-            Compute::F32 => self.forward_on::<f32>(params, x, dropout),
-            Compute::F64 => self.forward_on::<f64>(params, x, dropout),
+            Compute::F32 => self.slice_forward_cache::<f32>(params, x, dropout),
+            Compute::F64 => self.slice_forward_cache::<f64>(params, x, dropout),
             Compute::Tensors => self.tensor_forward(params, x, dropout),
         }
     }

@@ -100,8 +100,24 @@ impl Mlp {
         Ok(layers)
     }
 
+    /// The forward pass on checked inputs in the parameters' dtype, kept as a [`Cache`].
+    pub(super) fn slice_forward_cache<T: Real>(
+        &self,
+        params: &Tensor,
+        x: Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Cache> {
+        let n = x.dims()[0];
+        let layers = {
+            let theta = elements::<T>(params)?;
+            let inputs = elements::<T>(&x)?;
+            self.slice_forward(&theta, &inputs, n, dropout, x.device())?
+        };
+        self.slice_cache(x, layers)
+    }
+
     /// The cache of a slice forward pass on the inputs `x` (its tensors own the vectors).
-    pub(super) fn slice_cache<T: Real>(&self, x: Tensor, layers: Vec<Values<T>>) -> Result<Cache> {
+    fn slice_cache<T: Real>(&self, x: Tensor, layers: Vec<Values<T>>) -> Result<Cache> {
         let n = x.dims()[0];
         let device = x.device().clone();
         let (mut inputs, mut pre, mut post, mut masks) = (vec![x], vec![], vec![], vec![]);
