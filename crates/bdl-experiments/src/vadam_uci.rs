@@ -18,6 +18,7 @@
 //!
 //! The smoke profile runs Boston alone, two splits, a 2 × 1 grid, 2 epochs and 10 test samples.
 
+use std::cmp::Ordering;
 use std::fmt::Write as _;
 
 use anyhow::{Context as _, Result, bail};
@@ -350,9 +351,10 @@ fn is_zero(n: &usize) -> bool {
 /// BBVI on naval, whose mean fits little better than the untrained network (its test RMSE is
 /// near the targets' spread) but does not explode.
 fn blew_up(untrained: f64, losses: &[f64]) -> bool {
+    let bound = 10.0 * untrained.abs();
     losses
         .last()
-        .is_some_and(|&last| !(last <= 10.0 * untrained.abs()))
+        .is_some_and(|last| last.partial_cmp(&bound).is_none_or(Ordering::is_gt))
 }
 
 /// One training split with its test set.
