@@ -110,7 +110,32 @@ fn unit_open_below(rng: &mut impl RngCore) -> f64 {
 /// ```
 #[inline]
 pub fn standard_normal_32(rng: &mut impl RngCore) -> f64 {
+    draw(&STRIPS, rng)
+}
+
+/// Fills `out` with N(0, 1) draws: the numbers of `out.len()` calls of [`standard_normal_32`],
+/// in order, from the same words of `rng`. The tables are looked up once, and since the stream
+/// and `out` are distinct borrows the compiler keeps the stream's position in a register, which
+/// it cannot do for calls in a loop over a vector that might share memory with the stream (a
+/// field of the same struct, say): about 2.8 ns a draw here, half of it ChaCha8's.
+///
+/// ```
+/// use bdl_tensor::{Seed, standard_normal_32, standard_normals_32};
+/// let mut block = [0.0; 100];
+/// standard_normals_32(&mut Seed(3).rng(), &mut block);
+/// let mut rng = Seed(3).rng();
+/// assert!(block.iter().all(|&z| z == standard_normal_32(&mut rng)));
+/// ```
+pub fn standard_normals_32(rng: &mut impl RngCore, out: &mut [f64]) {
     let strips = &*STRIPS;
+    for z in out {
+        *z = draw(strips, rng);
+    }
+}
+
+/// One draw of the ziggurat on `strips`.
+#[inline(always)]
+fn draw(strips: &Strips, rng: &mut impl RngCore) -> f64 {
     let bits = rng.next_u32();
     let (i, j) = ((bits & 0xff) as usize, bits >> 9);
     let x = f64::from(j) * strips.width[i];
@@ -123,6 +148,7 @@ pub fn standard_normal_32(rng: &mut impl RngCore) -> f64 {
 
 /// Bit 8 of `bits` as the sign of x ≥ 0, without a branch (each sign is taken half of the
 /// time, which a branch predictor cannot learn).
+#[inline(always)]
 fn with_sign(x: f64, bits: u32) -> f64 {
     f64::from_bits(x.to_bits() ^ (u64::from(bits & 0x100) << 55))
 }
@@ -262,6 +288,21 @@ mod tests {
             (observed - mean_excess).abs() < 0.015,
             "{observed} vs {mean_excess}"
         );
+    }
+
+    /// The filled draws are the calls' draws bit for bit, over 2¹⁸ draws (about 4,000 of them
+    /// outside the strips' rectangles and 68 in the tail, so every path runs), and the stream is
+    /// left at the same word.
+    #[test]
+    fn filled_draws_are_the_draws_one_at_a_time() {
+        let stream = Seed(13).fork("fill");
+        let (mut one, mut block) = (stream.rng(), stream.rng());
+        let expected: Vec<f64> = (0..1 << 18).map(|_| standard_normal_32(&mut one)).collect();
+        let mut drawn = vec![f64::NAN; 1 << 18];
+        standard_normals_32(&mut block, &mut drawn);
+        assert!((expected.iter().zip(&drawn)).all(|(a, b)| a.to_bits() == b.to_bits()));
+        assert_eq!(one.next_u32(), block.next_u32());
+        assert!(expected.iter().filter(|z| z.abs() > R).count() > 30);
     }
 
     #[test]

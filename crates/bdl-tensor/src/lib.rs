@@ -39,7 +39,7 @@ pub use custom::run_on_reals;
 pub use error::{Error, Result};
 pub use finite::{check_finite, check_shape};
 pub use gather::{GatherIndex, gather_columns, scatter_add_columns};
-pub use gaussian::{standard_normal_32, standard_normal_cdf};
+pub use gaussian::{standard_normal_32, standard_normal_cdf, standard_normals_32};
 pub use interop::{Elements, elements, from_mat, to_f64_vec, to_mat, with_mat_ref};
 pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, write_atomically};
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};

@@ -102,12 +102,16 @@ impl Online {
     /// held fixed).
     pub fn draw(&mut self) -> Draw {
         let (mu, sigma) = (&self.state.mu, self.state.sigma());
-        let (eps, theta) = (mu.iter().zip(sigma))
-            .map(|(mu, sd)| {
-                let e = bdl_tensor::standard_normal_32(&mut self.noise);
-                (e, mu + sd * e)
-            })
-            .unzip();
+        let mut eps = vec![0.0; mu.len()];
+        bdl_tensor::standard_normals_32(&mut self.noise, &mut eps);
+        let theta = bdl_tensor::vectorized(
+            #[inline(always)]
+            || {
+                (mu.iter().zip(sigma).zip(&eps))
+                    .map(|((mu, sd), e)| mu + sd * e)
+                    .collect()
+            },
+        );
         Draw { theta, eps }
     }
 
