@@ -291,8 +291,8 @@ mod tests {
     }
 
     /// The filled draws are the calls' draws bit for bit, over 2¹⁸ draws (about 4,000 of them
-    /// outside the strips' rectangles and 68 in the tail, so every path runs), and the stream is
-    /// left at the same word.
+    /// outside the strips' rectangles, 68 expected in the tail, so every path runs), and the
+    /// stream is left at the same word.
     #[test]
     fn filled_draws_are_the_draws_one_at_a_time() {
         let stream = Seed(13).fork("fill");
