@@ -415,8 +415,9 @@ impl State {
         let lt = self.lt;
         let alpha = self.method.learning_rate() * lr_scale;
         let d = self.mu.len();
-        // Every method updates all parameters in zipped (vectorised) passes; the ones held
-        // fixed are put back afterwards (BBVI's gradients are zero there, for Adam's moments).
+        // Every method updates all parameters in zipped passes, compiled for the widest vector
+        // instructions the processor has; the ones held fixed are put back afterwards (BBVI's
+        // gradients are zero there, for Adam's moments).
         let held = self
             .fixed
             .as_ref()
@@ -425,9 +426,6 @@ impl State {
         let sigma = std::mem::take(&mut self.sd);
         let slope = std::mem::take(&mut self.sd_slope);
         let (mu, s, m) = (&mut self.mu, &mut self.s, &mut self.m);
-        let adam = &mut self.adam;
-        let (lambda_tilde, tau, n, fixed) = (self.lambda_tilde, self.tau, self.n, &self.fixed);
-        // Each method's loop compiled for the widest vector instructions the processor has.
         bdl_tensor::vectorized(
             #[inline(always)]
             || match self.method.clone() {
@@ -498,7 +496,7 @@ impl State {
                 }
                 Method::Bbvi { .. } => {
                     // The gradient of the mean log-likelihood plus τ KL(q ‖ p) / N.
-                    let lambda = lambda_tilde * n;
+                    let (lambda, tau, n) = (self.lambda_tilde * self.n, self.tau, self.n);
                     let mut grad_mu: Vec<f64> = (stats.g.iter().zip(mu.iter()))
                         .map(|(&g, &mu)| g + tau * lambda * mu / n)
                         .collect();
@@ -508,12 +506,12 @@ impl State {
                             (g_eps + dkl_dsigma / n) * dsd_drho
                         })
                         .collect();
-                    if let Some(fixed) = fixed {
+                    if let Some(fixed) = &self.fixed {
                         for (i, _) in fixed.iter().enumerate().filter(|(_, fixed)| **fixed) {
                             (grad_mu[i], grad_rho[i]) = (0.0, 0.0);
                         }
                     }
-                    let [adam_mu, adam_rho] = adam.as_mut().expect("BBVI keeps Adam's state");
+                    let [adam_mu, adam_rho] = self.adam.as_mut().expect("BBVI keeps Adam's state");
                     adam_mu.step(mu, &grad_mu, alpha);
                     adam_rho.step(s, &grad_rho, alpha);
                 }
