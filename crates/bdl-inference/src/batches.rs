@@ -5,7 +5,7 @@ use std::ops::ControlFlow;
 
 use bdl_data::Minibatches;
 use bdl_tensor::Seed;
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 
 use crate::{Error, Result};
 
@@ -117,7 +117,5 @@ pub fn n_rows(t: &Tensor, what: &str) -> Result<usize> {
 
 /// The rows `index` of `t` (along the first axis).
 pub fn rows(t: &Tensor, index: &[usize]) -> Result<Tensor> {
-    let idx: Vec<u32> = index.iter().map(|&i| i as u32).collect();
-    let idx = Tensor::from_vec(idx, index.len(), &Device::Cpu)?.to_device(t.device())?;
-    Ok(t.index_select(&idx, 0)?)
+    Ok(bdl_tensor::select_rows(t, index)?)
 }

@@ -32,6 +32,7 @@ mod layout;
 mod pool;
 mod real;
 mod rng;
+mod rows;
 mod threads;
 
 pub use candle_core::{DType, Device, Tensor};
@@ -47,4 +48,5 @@ pub use pool::{recycle, recycled};
 pub use rand_chacha::ChaCha8Rng;
 pub use real::{Real, vectorized};
 pub use rng::{Seed, bernoulli, normal, uniform};
+pub use rows::select_rows;
 pub use threads::{Threads, current_threads};

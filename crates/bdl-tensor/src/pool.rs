@@ -15,7 +15,8 @@ thread_local! {
 }
 
 /// A vector of `len` numbers from this thread's pool (its contents are whatever the previous
-/// user left: the caller overwrites them), or a new one of zeros.
+/// user left: the caller overwrites them; the shortest one already that long is taken, so that
+/// no numbers are filled in), or a new one of zeros.
 ///
 /// ```
 /// let mut v = bdl_tensor::recycled::<f64>(3);
@@ -26,10 +27,13 @@ thread_local! {
 /// ```
 pub fn recycled<T: Real>(len: usize) -> Vec<T> {
     let found = POOL.with_borrow_mut(|pool| {
-        let at = pool.iter().position(|v| {
-            v.downcast_ref::<Vec<T>>()
-                .is_some_and(|v| v.capacity() >= len)
-        })?;
+        // The shortest vector already holding `len` numbers, so that nothing is filled; else
+        // the longest with the room.
+        let vectors = pool.iter().enumerate().filter_map(|(at, v)| {
+            let v = v.downcast_ref::<Vec<T>>()?;
+            (v.capacity() >= len).then_some((at, v.len()))
+        });
+        let (at, _) = vectors.min_by_key(|&(_, held)| (held < len, held.abs_diff(len)))?;
         pool.swap_remove(at).downcast::<Vec<T>>().ok()
     });
     match found {

@@ -87,10 +87,13 @@ pub(super) fn product<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut
                 let mut panel = Vec::new();
                 let mut p0 = 0;
                 while p0 < dims.p {
-                    p0 += if dims.p - p0 >= ROWS {
-                        row_block::<T, ROWS>(a, b, dims, p0, &mut panel, out)
-                    } else {
-                        row_block::<T, 1>(a, b, dims, p0, &mut panel, out)
+                    // The last rows together too: one at a time, a tile's few sums would each
+                    // wait on the previous fused multiply-add.
+                    p0 += match dims.p - p0 {
+                        ROWS.. => row_block::<T, ROWS>(a, b, dims, p0, &mut panel, out),
+                        3 => row_block::<T, 3>(a, b, dims, p0, &mut panel, out),
+                        2 => row_block::<T, 2>(a, b, dims, p0, &mut panel, out),
+                        _ => row_block::<T, 1>(a, b, dims, p0, &mut panel, out),
                     };
                 }
             }
@@ -139,10 +142,10 @@ macro_rules! column_tiles {
 fn column<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut impl Store<T>) {
     let mut p0 = 0;
     while p0 < dims.p {
-        p0 += if dims.p - p0 >= 8 {
-            column_rows::<T, 8>(a, b, p0, out)
-        } else {
-            column_rows::<T, 1>(a, b, p0, out)
+        p0 += match (dims.p - p0 >= 8, a.col == 1) {
+            (true, true) => column_rows_contiguous::<T, 8>(a, b, p0, out),
+            (true, false) => column_rows::<T, 8>(a, b, p0, out),
+            (false, _) => column_rows::<T, 1>(a, b, p0, out),
         };
     }
 }
@@ -164,6 +167,43 @@ fn column_rows<T: Real, const P: usize>(
         let at = r * a.col;
         for (s, &base) in acc.iter_mut().zip(&base) {
             *s = a.data[base + at].mul_add(b, *s);
+        }
+    }
+    for (p, s) in acc.into_iter().enumerate() {
+        out.store(p0 + p, 0, [s]);
+    }
+    P
+}
+
+/// [`column_rows`] for rows of A that are contiguous: eight terms of each row loaded at once
+/// (one bounds check, not eight), the sums still taken one term after the other.
+#[inline(always)]
+fn column_rows_contiguous<T: Real, const P: usize>(
+    a: Strided<'_, T>,
+    b: &[T],
+    p0: usize,
+    out: &mut impl Store<T>,
+) -> usize {
+    const TERMS: usize = 8;
+    let mut acc = [T::from_f64(0.0); P];
+    let (chunks, rest) = b.as_chunks::<TERMS>();
+    for (c, b) in chunks.iter().enumerate() {
+        let terms: [[T; TERMS]; P] = std::array::from_fn(|p| {
+            let start = (p0 + p) * a.row + c * TERMS;
+            a.data[start..start + TERMS]
+                .try_into()
+                .expect("TERMS numbers")
+        });
+        for (k, &b) in b.iter().enumerate() {
+            for (s, terms) in acc.iter_mut().zip(&terms) {
+                *s = terms[k].mul_add(b, *s);
+            }
+        }
+    }
+    let r0 = chunks.len() * TERMS;
+    for (k, &b) in rest.iter().enumerate() {
+        for (p, s) in acc.iter_mut().enumerate() {
+            *s = a.data[(p0 + p) * a.row + r0 + k].mul_add(b, *s);
         }
     }
     for (p, s) in acc.into_iter().enumerate() {
@@ -282,7 +322,7 @@ mod tests {
         c
     }
 
-    /// Every tiling (row blocks of 4 and 1; column tiles of 16, 8, 4, 2, 1; the one-column and
+    /// Every tiling (row blocks of 4, 3, 2 and 1; column tiles of 16, 8, 4, 2, 1; the one-column and
     /// one-term shortcuts) and every way of reading A give exactly the sums taken in order:
     /// equal values, not merely close ones (the lanes only decide which sums run side by side).
     #[test]
