@@ -94,29 +94,65 @@ fn two_threads() -> Result<()> {
     linearized_predictive()
 }
 
-/// Times `ours` and `naive` (medians) and prints one row: the label, both times and the ratio.
+/// Times `ours` and `naive` side by side ([`paired`]) and prints one row: the label, both
+/// median times and the median of the pairs' speed-ups.
 fn compare(
     label: &str,
     ours: impl FnMut() -> Result<()>,
     naive: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    let (ours, naive) = (median_time(ours)?, median_time(naive)?);
-    let ratio = naive.as_secs_f64() / ours.as_secs_f64();
-    print_row(label, ours, naive, &format!("{ratio:>7.1}×"));
+    let (ours, naive, ratio) = paired(ours, naive)?;
+    print_row(label, ours, naive, &format!("{:>7.1}×", ratio.recip()));
     Ok(())
 }
 
-/// Times `method` and `reference` (medians) and prints one row: the label, both times and the
-/// cost of the method as a multiple of the reference's.
+/// Times `method` and `reference` side by side ([`paired`]) and prints one row: the label, both
+/// median times and the method's cost as a multiple of the reference's (the median over pairs).
 fn cost_ratio(
     label: &str,
     method: impl FnMut() -> Result<()>,
     reference: impl FnMut() -> Result<()>,
 ) -> Result<()> {
-    let (method, reference) = (median_time(method)?, median_time(reference)?);
-    let ratio = method.as_secs_f64() / reference.as_secs_f64();
+    let (method, reference, ratio) = paired(method, reference)?;
     print_row(label, method, reference, &format!("{ratio:>6.2}× cost"));
     Ok(())
+}
+
+/// Runs `a` and `b` alternately, each over about half a second of repetitions (at least 3), the
+/// order swapped every pair: their median times and the median over pairs of t_a / t_b. Two runs
+/// a few milliseconds apart see the same machine, so a ratio stays put while other work comes
+/// and goes (timing one side after the other, a ratio moved by half as much again).
+fn paired(
+    mut a: impl FnMut() -> Result<()>,
+    mut b: impl FnMut() -> Result<()>,
+) -> Result<(Duration, Duration, f64)> {
+    let timed = |f: &mut dyn FnMut() -> Result<()>| -> Result<Duration> {
+        let start = Instant::now();
+        f()?;
+        Ok(start.elapsed())
+    };
+    timed(&mut a)?; // warm-up
+    timed(&mut b)?;
+    let once = timed(&mut a)?.max(timed(&mut b)?).max(Duration::from_micros(1));
+    let reps =
+        (Duration::from_millis(500).as_secs_f64() / once.as_secs_f64()).clamp(3.0, 1000.0) as usize;
+    let (mut ta, mut tb, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
+    for rep in 0..reps {
+        let (x, y) = if rep % 2 == 0 {
+            let x = timed(&mut a)?;
+            (x, timed(&mut b)?)
+        } else {
+            let y = timed(&mut b)?;
+            (timed(&mut a)?, y)
+        };
+        ratios.push(x.as_secs_f64() / y.as_secs_f64().max(1e-9));
+        ta.push(x);
+        tb.push(y);
+    }
+    ta.sort();
+    tb.sort();
+    ratios.sort_by(f64::total_cmp);
+    Ok((ta[reps / 2], tb[reps / 2], ratios[reps / 2]))
 }
 
 /// One row: the label, two times in milliseconds and what relates them.
