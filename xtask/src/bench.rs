@@ -133,7 +133,9 @@ fn paired(
     };
     timed(&mut a)?; // warm-up
     timed(&mut b)?;
-    let once = timed(&mut a)?.max(timed(&mut b)?).max(Duration::from_micros(1));
+    let once = timed(&mut a)?
+        .max(timed(&mut b)?)
+        .max(Duration::from_micros(1));
     let reps =
         (Duration::from_millis(500).as_secs_f64() / once.as_secs_f64()).clamp(3.0, 1000.0) as usize;
     let (mut ta, mut tb, mut ratios) = (Vec::new(), Vec::new(), Vec::new());
