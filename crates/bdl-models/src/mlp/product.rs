@@ -310,11 +310,11 @@ mod tests {
     use super::*;
 
     /// c_pq = Σ_r a_pr b_rq one term after the other, each fused into the running sum.
-    fn sequential(a: Strided<'_, f64>, b: &[f64], dims: Dims) -> Vec<f64> {
-        let mut c = vec![0.0; dims.p * dims.q];
+    fn sequential<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims) -> Vec<T> {
+        let mut c = vec![T::from_f64(0.0); dims.p * dims.q];
         for p in 0..dims.p {
             for q in 0..dims.q {
-                c[p * dims.q + q] = (0..dims.r).fold(0.0, |sum, r| {
+                c[p * dims.q + q] = (0..dims.r).fold(T::from_f64(0.0), |sum, r| {
                     a.data[p * a.row + r * a.col].mul_add(b[r * dims.q + q], sum)
                 });
             }
@@ -322,11 +322,17 @@ mod tests {
         c
     }
 
-    /// Every tiling (row blocks of 4, 3, 2 and 1; column tiles of 16, 8, 4, 2, 1; the one-column and
-    /// one-term shortcuts) and every way of reading A give exactly the sums taken in order:
-    /// equal values, not merely close ones (the lanes only decide which sums run side by side).
+    /// Every tiling (row blocks of 4, 3, 2 and 1; column tiles of 16, 8, 4, 2, 1;
+    /// the one-column and one-term shortcuts) and every way of reading A give exactly the sums
+    /// taken in order, in both dtypes: equal values, not merely close ones (the lanes only decide
+    /// which sums run side by side).
     #[test]
     fn products_are_the_sums_taken_in_order() {
+        sums_in_order::<f64>();
+        sums_in_order::<f32>();
+    }
+
+    fn sums_in_order<T: Real + std::fmt::Debug>() {
         let mut rng = Seed(11).rng();
         for &(p, q, r) in &[
             (1, 1, 1),
@@ -337,15 +343,20 @@ mod tests {
             (50, 14, 128),
             (14, 50, 128),
             (7, 31, 5),
+            (6, 71, 9),
             (9, 16, 3),
             (5, 2, 17),
             (4, 3, 0),
         ] {
-            let a: Vec<f64> = (0..p * r).map(|_| rng.random_range(-2.0..2.0)).collect();
-            let b: Vec<f64> = (0..r * q).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let mut draw = |len: usize| -> Vec<T> {
+                (0..len)
+                    .map(|_| T::from_f64(rng.random_range(-2.0..2.0)))
+                    .collect()
+            };
+            let (a, b) = (draw(p * r), draw(r * q));
             let dims = Dims { p, q, r };
             // The same A in a buffer twice its size, every other number a gap: neither stride is 1.
-            let mut spread = vec![f64::NAN; 2 * p * r];
+            let mut spread = vec![T::from_f64(f64::NAN); 2 * p * r];
             for i in 0..p {
                 for k in 0..r {
                     spread[2 * (i + k * p)] = a[i * r + k];
@@ -356,10 +367,10 @@ mod tests {
                 row: 2,
                 col: 2 * p,
             };
-            let transposed: Vec<f64> = (0..p * r).map(|j| a[(j % p) * r + j / p]).collect();
+            let transposed: Vec<T> = (0..p * r).map(|j| a[(j % p) * r + j / p]).collect();
             let transposed = Strided::transposed(&transposed, p);
             for a in [Strided::rows(&a, r), transposed, spread] {
-                let mut c = vec![f64::NAN; p * q];
+                let mut c = vec![T::from_f64(f64::NAN); p * q];
                 product(
                     a,
                     &b,
