@@ -142,15 +142,17 @@ macro_rules! column_tiles {
 fn column<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut impl Store<T>) {
     let mut p0 = 0;
     while p0 < dims.p {
-        p0 += match (dims.p - p0 >= 8, a.col == 1) {
-            (true, true) => column_rows_contiguous::<T, 8>(a, b, p0, out),
-            (true, false) => column_rows::<T, 8>(a, b, p0, out),
-            (false, _) => column_rows::<T, 1>(a, b, p0, out),
+        p0 += if dims.p - p0 >= 8 {
+            column_rows::<T, 8>(a, b, p0, out)
+        } else {
+            column_rows::<T, 1>(a, b, p0, out)
         };
     }
 }
 
-/// Rows p0 … p0 + P − 1 of C = A b; returns P.
+/// Rows p0 … p0 + P − 1 of C = A b; returns P. Where A's rows are contiguous, eight terms of
+/// each row are loaded at once (one bounds check, not eight); the sums are still taken one term
+/// after the other.
 #[inline(always)]
 fn column_rows<T: Real, const P: usize>(
     a: Strided<'_, T>,
@@ -158,35 +160,13 @@ fn column_rows<T: Real, const P: usize>(
     p0: usize,
     out: &mut impl Store<T>,
 ) -> usize {
-    let mut base = [0; P];
-    for (p, base) in base.iter_mut().enumerate() {
-        *base = (p0 + p) * a.row;
-    }
-    let mut acc = [T::from_f64(0.0); P];
-    for (r, &b) in b.iter().enumerate() {
-        let at = r * a.col;
-        for (s, &base) in acc.iter_mut().zip(&base) {
-            *s = a.data[base + at].mul_add(b, *s);
-        }
-    }
-    for (p, s) in acc.into_iter().enumerate() {
-        out.store(p0 + p, 0, [s]);
-    }
-    P
-}
-
-/// [`column_rows`] for rows of A that are contiguous: eight terms of each row loaded at once
-/// (one bounds check, not eight), the sums still taken one term after the other.
-#[inline(always)]
-fn column_rows_contiguous<T: Real, const P: usize>(
-    a: Strided<'_, T>,
-    b: &[T],
-    p0: usize,
-    out: &mut impl Store<T>,
-) -> usize {
     const TERMS: usize = 8;
     let mut acc = [T::from_f64(0.0); P];
-    let (chunks, rest) = b.as_chunks::<TERMS>();
+    let (chunks, rest) = if a.col == 1 {
+        b.as_chunks::<TERMS>()
+    } else {
+        (&[][..], b)
+    };
     for (c, b) in chunks.iter().enumerate() {
         let terms: [[T; TERMS]; P] = std::array::from_fn(|p| {
             let start = (p0 + p) * a.row + c * TERMS;
@@ -200,16 +180,33 @@ fn column_rows_contiguous<T: Real, const P: usize>(
             }
         }
     }
-    let r0 = chunks.len() * TERMS;
-    for (k, &b) in rest.iter().enumerate() {
-        for (p, s) in acc.iter_mut().enumerate() {
-            *s = a.data[(p0 + p) * a.row + r0 + k].mul_add(b, *s);
-        }
-    }
+    add_terms(a, rest, chunks.len() * TERMS, p0, &mut acc);
     for (p, s) in acc.into_iter().enumerate() {
         out.store(p0 + p, 0, [s]);
     }
     P
+}
+
+/// Adds a_pr b_r to the sums `acc` of rows p0 … p0 + P − 1, for r = r0, r0 + 1, … (`b` holds
+/// b_r0, …), each term read from A where it lies.
+#[inline(always)]
+fn add_terms<T: Real, const P: usize>(
+    a: Strided<'_, T>,
+    b: &[T],
+    r0: usize,
+    p0: usize,
+    acc: &mut [T; P],
+) {
+    let mut base = [0; P];
+    for (p, base) in base.iter_mut().enumerate() {
+        *base = (p0 + p) * a.row;
+    }
+    for (r, &b) in (r0..).zip(b) {
+        let at = r * a.col;
+        for (s, &base) in acc.iter_mut().zip(&base) {
+            *s = a.data[base + at].mul_add(b, *s);
+        }
+    }
 }
 
 /// C = A B for at most one term: c_pq = a_p b_q, one rounding, as the fused sum from zero
