@@ -284,11 +284,9 @@ impl Dataset {
                 self.provenance.description
             )));
         }
-        let ids: Vec<u32> = indices.iter().map(|&i| i as u32).collect();
-        let ids = Tensor::from_vec(ids, indices.len(), self.x.device())?;
         Ok(Dataset {
-            x: self.x.index_select(&ids, 0)?,
-            y: self.y.index_select(&ids, 0)?,
+            x: bdl_tensor::select_rows(&self.x, indices)?,
+            y: bdl_tensor::select_rows(&self.y, indices)?,
             ..self.clone()
         })
     }

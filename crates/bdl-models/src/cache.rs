@@ -1,6 +1,6 @@
 //! What a forward pass keeps for the backward pass.
 
-use candle_core::{Device, Tensor};
+use candle_core::Tensor;
 
 use crate::Result;
 
@@ -57,11 +57,10 @@ impl Cache {
         let rows_per_example = |t: &Tensor| t.dims()[0] / n;
         let repeat = |t: &Tensor| -> Result<Tensor> {
             let r = rows_per_example(t);
-            let idx: Vec<u32> = (0..n)
-                .flat_map(|i| (0..k).flat_map(move |_| (i * r..(i + 1) * r).map(|x| x as u32)))
+            let idx: Vec<usize> = (0..n)
+                .flat_map(|i| (0..k).flat_map(move |_| i * r..(i + 1) * r))
                 .collect();
-            let idx = Tensor::from_vec(idx, n * k * r, &Device::Cpu)?.to_device(t.device())?;
-            Ok(t.index_select(&idx, 0)?)
+            Ok(bdl_tensor::select_rows(t, &idx)?)
         };
         let all = |v: &[Tensor]| v.iter().map(repeat).collect::<Result<Vec<_>>>();
         Ok(Cache {
