@@ -1,4 +1,5 @@
-//! [`select_rows`]: rows of a tensor by index, the minibatch gather of every training loop.
+//! [`select_rows`]: rows of a tensor by index, every gather of rows in the workspace (minibatches,
+//! `Dataset::select`, a cache's repeated examples).
 
 use candle_core::{DType, Device, Storage, Tensor, WithDType};
 
