@@ -70,6 +70,7 @@ fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
         ggn_laplace(Some(200))?;
     }
     if on(Group::Variational) {
+        standard_normals()?;
         variational_epochs()?;
     }
     if on(Group::Gibbs) {
@@ -169,6 +170,28 @@ fn print_row(label: &str, first: Duration, second: Duration, ratio: &str) {
         first.as_secs_f64() * 1e3,
         second.as_secs_f64() * 1e3,
     );
+}
+
+/// A Vadam step's ε on the MLP 8-50-50-1 (3,051 N(0, 1) draws): `standard_normals` (Box–Muller,
+/// sixteen ChaCha8 blocks at a time) against rand_distr's `StandardNormal` one draw at a time,
+/// as `bdl_tensor::normal` draws, on the same kind of stream.
+fn standard_normals() -> Result<()> {
+    use rand_distr::{Distribution, StandardNormal};
+    let (mut bulk, mut one) = (Seed(4).rng(), Seed(4).rng());
+    let (mut ours, mut naive) = (vec![0.0; 3051], vec![0.0; 3051]);
+    compare(
+        "3,051 N(0, 1) draws (a Vadam step's ε, MLP 8-50-50-1): Box-Muller in bulk vs rand_distr",
+        || {
+            bdl_tensor::standard_normals(&mut bulk, &mut ours);
+            Ok(())
+        },
+        || {
+            for z in &mut naive {
+                *z = StandardNormal.sample(&mut one);
+            }
+            Ok(())
+        },
+    )
 }
 
 /// One epoch (N = 1,000, minibatches of 32, one weight sample per step) of Vadam, VOGN and BBVI

@@ -1,76 +1,27 @@
-//! The standard normal: its distribution function Φ ([`standard_normal_cdf`]) and draws at 32
-//! random bits each ([`standard_normal_32`]).
+//! The standard normal: its distribution function Φ ([`standard_normal_cdf`]) and draws in
+//! bulk at f32 precision ([`standard_normals`]).
 //!
-//! The draws are by the ziggurat method of Marsaglia & Tsang (2000, "The ziggurat method for
-//! generating random variables"). The half density f(x) = exp(−x²/2) on x ≥ 0 is covered by
-//! N = 256 horizontal strips of one area v: the base strip, [0, x₀) × [0, f(r)) with
-//! x₀ = v / f(r), stands for the rectangle [0, r) × [0, f(r)) together with the tail x ≥ r;
-//! strip i ≥ 1 is [0, xᵢ) × [f(xᵢ), f(xᵢ₊₁)), with x₁ = r, xᵢ₊₁ = f⁻¹(f(xᵢ) + v / xᵢ) and
-//! x₂₅₆ = 0. A draw picks a strip i and a sign from 9 bits and a point x = j·xᵢ / 2²³ from the
-//! other 23 bits j. When x < xᵢ₊₁ the point lies under the density whatever its height, and x
-//! is the draw (about 99% of draws: one 32-bit word, a table read, a product and a
-//! comparison). Otherwise, in the base strip, x comes from the tail x ≥ r (Marsaglia 1964:
-//! r + e₁/r for exponentials e₁, e₂, accepted when 2e₂ ≥ (e₁/r)²), and in strip i ≥ 1 a
-//! uniform height y ∈ [f(xᵢ), f(xᵢ₊₁)) accepts x when y < f(x); a rejected point starts over.
-//! r and v are the paper's constants for 256 strips.
-//!
-//! The points are on a grid of spacing xᵢ / 2²³ (under 4.7 × 10⁻⁷ for every strip): the
-//! precision of an f32 draw. [`normal`](crate::normal) draws f64 values from 64 bits each
-//! through `rand_distr` (about 5 ns a draw here, against 3 ns); this sampler is for the hot
-//! loops that need millions of draws at f32 precision (a variational method's weight
-//! perturbations, one per parameter and step).
+//! The draws are by the transform of Box & Muller (1958): for independent u, v uniform on
+//! (0, 1), r = √(−2 ln u) and θ = 2πv give two independent N(0, 1) draws r cos θ and r sin θ.
+//! Each takes one 32-bit word of a ChaCha8 stream, sixteen blocks at a time
+//! ([`Groups`]): in a group, the sixteen lanes of word 2i give u and those of word 2i + 1 give v,
+//! so one pass of vector instructions makes sixteen pairs. u = (k + ½) / 2²³ for the word's top
+//! 23 bits k; θ's quadrant is v's word's top two bits and its angle within the quadrant
+//! (k + ½) / 2²³ · π/2 for the next 23 bits, where sin and cos of the angle less π/4 are their
+//! Taylor series to x¹¹ and x¹⁰ (error under 2 · 10⁻⁹ on [−π/4, π/4]). The arithmetic is in
+//! f32, so the draws have f32 precision; |z| ≤ √(2 · 24 ln 2) = 5.77, and the mass beyond it
+//! (10⁻⁸) is never drawn. [`normal`](crate::normal) draws f64 values from 64 bits each through
+//! `rand_distr`; this sampler is for the hot loops that need millions of draws (a variational
+//! method's weight perturbations, one per parameter and step): about 1.2 ns a draw here, 5×
+//! faster than rand_distr's (`cargo xtask bench --only variational`).
 
-use std::sync::LazyLock;
+use rand_chacha::ChaCha8Rng;
 
-use rand::RngCore;
+use crate::Real;
+use crate::keystream::Groups;
 
-/// Strips.
-const N: usize = 256;
-/// The start of the tail, x₁.
-const R: f64 = 3.654_152_885_361_009;
-/// The area of every strip.
-const V: f64 = 4.928_673_233_99e-3;
-/// 2²³: the grid of a strip.
-const SCALE: f64 = 8_388_608.0;
-
-/// The ziggurat's tables, from r and v.
-struct Strips {
-    /// ⌊2²³ xᵢ₊₁ / xᵢ⌋: the values of j below which strip i's point lies under the density.
-    accept: [u32; N],
-    /// xᵢ / 2²³: the point of j is j times this.
-    width: [f64; N],
-    /// f(xᵢ) for i in 0..=N (f(x₀) is not used; f(x₂₅₆) = 1).
-    height: [f64; N + 1],
-}
-
-fn density(x: f64) -> f64 {
-    (-0.5 * x * x).exp()
-}
-
-impl Strips {
-    fn new() -> Self {
-        let mut x = [0.0; N + 1];
-        x[0] = V / density(R);
-        x[1] = R;
-        for i in 1..N - 1 {
-            x[i + 1] = (-2.0 * (density(x[i]) + V / x[i]).ln()).sqrt();
-        }
-        let mut strips = Self {
-            accept: [0; N],
-            width: [0.0; N],
-            height: [0.0; N + 1],
-        };
-        for i in 0..N {
-            strips.accept[i] = (SCALE * x[i + 1] / x[i]) as u32;
-            strips.width[i] = x[i] / SCALE;
-            strips.height[i] = density(x[i]);
-        }
-        strips.height[N] = 1.0;
-        strips
-    }
-}
-
-static STRIPS: LazyLock<Strips> = LazyLock::new(Strips::new);
+/// Draws a group of sixteen ChaCha blocks makes.
+const GROUP: usize = 256;
 
 /// Φ(x), the standard normal distribution function (Abramowitz & Stegun 7.1.26 for erf:
 /// absolute error below 1.5·10⁻⁷).
@@ -94,98 +45,110 @@ pub fn standard_normal_cdf(x: f64) -> f64 {
     }
 }
 
-/// A uniform draw in (0, 1] from 53 bits.
-fn unit_open_below(rng: &mut impl RngCore) -> f64 {
-    ((rng.next_u64() >> 11) + 1) as f64 / (1u64 << 53) as f64
-}
-
-/// One N(0, 1) draw, from one 32-bit word of `rng` about 99% of the time (the module's
-/// ziggurat).
+/// Fills `out` with N(0, 1) draws from `rng` (the module's transform, at f32 precision), from
+/// the first whole block of the stream not yet handed out; the stream is left after the last
+/// group of sixteen blocks used, whose draws beyond `out` are dropped.
 ///
 /// ```
-/// use bdl_tensor::{Seed, standard_normal_32};
-/// let mut rng = Seed(7).rng();
-/// let z = standard_normal_32(&mut rng);
-/// assert!(z.is_finite());
+/// use bdl_tensor::{Seed, standard_normals};
+/// let (mut a, mut b) = ([0.0; 300], [0.0; 300]);
+/// standard_normals(&mut Seed(3).rng(), &mut a);
+/// standard_normals(&mut Seed(3).rng(), &mut b);
+/// assert_eq!(a, b);
+/// assert!(a.iter().all(|z| z.abs() < 6.0));
 /// ```
-#[inline]
-pub fn standard_normal_32(rng: &mut impl RngCore) -> f64 {
-    draw(&STRIPS, rng)
-}
-
-/// Fills `out` with N(0, 1) draws: the numbers of `out.len()` calls of [`standard_normal_32`],
-/// in order, from the same words of `rng`. The tables are looked up once, and since the stream
-/// and `out` are distinct borrows the compiler keeps the stream's position in a register, which
-/// it cannot do for calls in a loop over a vector that might share memory with the stream (a
-/// field of the same struct, say): about 2.8 ns a draw here, half of it ChaCha8's.
-///
-/// ```
-/// use bdl_tensor::{Seed, standard_normal_32, standard_normals_32};
-/// let mut block = [0.0; 100];
-/// standard_normals_32(&mut Seed(3).rng(), &mut block);
-/// let mut rng = Seed(3).rng();
-/// assert!(block.iter().all(|&z| z == standard_normal_32(&mut rng)));
-/// ```
-pub fn standard_normals_32(rng: &mut impl RngCore, out: &mut [f64]) {
-    let strips = &*STRIPS;
-    for z in out {
-        *z = draw(strips, rng);
-    }
-}
-
-/// One draw of the ziggurat on `strips`.
-#[inline(always)]
-fn draw(strips: &Strips, rng: &mut impl RngCore) -> f64 {
-    let bits = rng.next_u32();
-    let (i, j) = ((bits & 0xff) as usize, bits >> 9);
-    let x = f64::from(j) * strips.width[i];
-    if j < strips.accept[i] {
-        with_sign(x, bits)
-    } else {
-        beyond_the_rectangle(rng, bits)
-    }
-}
-
-/// Bit 8 of `bits` as the sign of x ≥ 0, without a branch (each sign is taken half of the
-/// time, which a branch predictor cannot learn).
-#[inline(always)]
-fn with_sign(x: f64, bits: u32) -> f64 {
-    f64::from_bits(x.to_bits() ^ (u64::from(bits & 0x100) << 55))
-}
-
-/// The rest of a draw whose point `bits` did not land in the part of its strip that lies
-/// under the density: the tail or the strip's wedge, then fresh points until one is accepted.
-#[cold]
-#[inline(never)]
-fn beyond_the_rectangle(rng: &mut impl RngCore, mut bits: u32) -> f64 {
-    let strips = &*STRIPS;
-    loop {
-        let (i, j) = ((bits & 0xff) as usize, bits >> 9);
-        let x = f64::from(j) * strips.width[i];
-        if j < strips.accept[i] {
-            return with_sign(x, bits);
-        }
-        if i == 0 {
-            loop {
-                let e1 = -unit_open_below(rng).ln() / R;
-                let e2 = -unit_open_below(rng).ln();
-                if 2.0 * e2 >= e1 * e1 {
-                    return with_sign(R + e1, bits);
+pub fn standard_normals(rng: &mut ChaCha8Rng, out: &mut [f64]) {
+    let mut groups = Groups::after(rng);
+    crate::vectorized(
+        #[inline(always)]
+        || {
+            for out in out.chunks_mut(GROUP) {
+                let words = groups.next_group();
+                let mut z = [0.0f32; GROUP];
+                for (words, z) in words.chunks_exact(32).zip(z.chunks_exact_mut(32)) {
+                    let (u, v) = words.split_at(16);
+                    let (cos, sin) = z.split_at_mut(16);
+                    for lane in 0..16 {
+                        let r = (-2.0 * Real::ln(unit(u[lane]))).sqrt();
+                        let (c, s) = cos_sin_turn(v[lane]);
+                        (cos[lane], sin[lane]) = (r * c, r * s);
+                    }
+                }
+                for (out, z) in out.iter_mut().zip(&z) {
+                    *out = f64::from(*z);
                 }
             }
-        }
-        let (low, high) = (strips.height[i], strips.height[i + 1]);
-        if low + unit_open_below(rng) * (high - low) < density(x) {
-            return with_sign(x, bits);
-        }
-        bits = rng.next_u32();
-    }
+        },
+    );
+    groups.skip(rng);
+}
+
+/// (k + ½) / 2²³ ∈ (0, 1) for the top 23 bits k of `word` (exact in f32).
+#[inline(always)]
+fn unit(word: u32) -> f32 {
+    const SCALE: f32 = 1.0 / (1u32 << 23) as f32;
+    (word >> 9) as f32 * SCALE + 0.5 * SCALE
+}
+
+/// cos θ and sin θ for the angle θ = 2π w / 2³² (up to ½ in the 23 bits after the quadrant's
+/// two): the quadrant q from the top two bits, the angle φ ∈ (0, π/2) within it from the next
+/// 23, cos and sin of x = φ − π/4 by their series, then turned by π/4 and by q quarter turns.
+#[inline(always)]
+fn cos_sin_turn(word: u32) -> (f32, f32) {
+    use std::f32::consts::{FRAC_1_SQRT_2, FRAC_PI_2};
+    let x = (unit(word << 2) - 0.5) * FRAC_PI_2;
+    let x2 = x * x;
+    let sin = x * horner(
+        x2,
+        [
+            1.0,
+            -1.0 / 6.0,
+            1.0 / 120.0,
+            -1.0 / 5040.0,
+            1.0 / 362_880.0,
+            -1.0 / 39_916_800.0,
+        ],
+    );
+    let cos = horner(
+        x2,
+        [
+            1.0,
+            -0.5,
+            1.0 / 24.0,
+            -1.0 / 720.0,
+            1.0 / 40_320.0,
+            -1.0 / 3_628_800.0,
+        ],
+    );
+    // cos and sin of x + π/4.
+    let (c, s) = ((cos - sin) * FRAC_1_SQRT_2, (cos + sin) * FRAC_1_SQRT_2);
+    let quadrant = word >> 30;
+    let (c, s) = if quadrant & 1 == 0 { (c, s) } else { (-s, c) };
+    if quadrant & 2 == 0 { (c, s) } else { (-c, -s) }
+}
+
+/// c₀ + y (c₁ + y (c₂ + …)).
+#[inline(always)]
+fn horner<const K: usize>(y: f32, c: [f32; K]) -> f32 {
+    c.iter().rev().fold(0.0, |acc, &c| acc.mul_add(y, c))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::Seed;
+    use rand::RngCore;
+
+    /// `n` draws of one stream, filled 3,051 at a time (a Vadam step's perturbation of the
+    /// bench's MLP: the last group of every call is cut short).
+    fn draws(seed: Seed, n: usize) -> Vec<f64> {
+        let mut rng = seed.rng();
+        let mut all = vec![0.0; n];
+        for chunk in all.chunks_mut(3051) {
+            standard_normals(&mut rng, chunk);
+        }
+        all
+    }
 
     #[test]
     fn the_distribution_function_matches_known_values() {
@@ -196,40 +159,18 @@ mod tests {
         assert!(standard_normal_cdf(-40.0) >= 0.0 && standard_normal_cdf(40.0) <= 1.0);
     }
 
-    /// r and v are given to 12–17 digits; built from them, the top strip must end at the
-    /// density's peak: f(x₂₅₅) + v / x₂₅₅ = f(0) = 1 (measured residual 2 × 10⁻¹¹).
-    #[test]
-    fn the_strips_close_at_the_peak() {
-        let strips = &*STRIPS;
-        let top = strips.width[N - 1] * SCALE;
-        let residual = strips.height[N - 1] + V / top - 1.0;
-        assert!(residual.abs() < 1e-9, "residual {residual}");
-        // The strips are nested: each narrower than the one below, each accepting most points.
-        for i in 1..N {
-            assert!(strips.width[i] < strips.width[i - 1]);
-        }
-        assert!(
-            strips.accept[..N - 1]
-                .iter()
-                .all(|&k| f64::from(k) > 0.7 * SCALE)
-        );
-    }
-
     /// 2²¹ draws binned at width 0.025 over [−4, 4] (320 bins, 8 to 16,600 expected counts)
     /// with both tails as two more bins: Pearson's χ² against Φ (322 bins, 321 degrees of
-    /// freedom: mean 321, standard deviation 25.3) below 321 + 6 × 25.3. A strip's wedge or the
-    /// tail sampled wrongly moves at least 0.1% of the mass over a few bins, several times
-    /// this bound at this sample size. Φ's error (1.5 × 10⁻⁷) moves an expected count by under
-    /// 0.7.
+    /// freedom: mean 321, standard deviation 25.3) below 321 + 6 × 25.3. A wrong radius or a
+    /// quadrant turned the wrong way moves a large share of the mass, many times this bound at
+    /// this sample size; Φ's error (1.5 × 10⁻⁷) moves an expected count by under 0.7.
     #[test]
     fn draws_follow_the_standard_normal() {
-        let mut rng = Seed(11).fork("ziggurat").rng();
         let n = 1usize << 21;
         let (bins, width, low) = (320, 0.025, -4.0);
         let mut counts = vec![0u64; bins + 2];
         let (mut sum, mut sum_sq, mut sum_4) = (0.0, 0.0, 0.0);
-        for _ in 0..n {
-            let z = standard_normal_32(&mut rng);
+        for z in draws(Seed(11).fork("box-muller"), n) {
             let slot = ((z - low) / width).floor();
             let slot = if slot < 0.0 {
                 bins
@@ -261,17 +202,18 @@ mod tests {
         assert!((sum_4 / n - 3.0).abs() < 5.0 * (96.0 / n).sqrt());
     }
 
-    /// Beyond r = 3.654 only the tail sampler draws: P(|z| > r) = 2(1 − Φ(r)) = 2.58 × 10⁻⁴,
-    /// 4,330 of 2²⁴ draws expected (Poisson sd 66); and the tail's mean excess
-    /// E[|z| − r | |z| > r] = φ(r)/(1 − Φ(r)) − r = 0.242 (sd of the mean over 4,330 draws
-    /// about 0.0035), within 0.015. Without its acceptance step the tail sampler would give
-    /// 1/r = 0.274.
+    /// Beyond r = 3.654: P(|z| > r) = 2(1 − Φ(r)) = 2.58 × 10⁻⁴, 4,330 of 2²⁴ draws expected
+    /// (Poisson sd 66); the mean excess E[|z| − r | |z| > r] = φ(r)/(1 − Φ(r)) − r = 0.242 (sd
+    /// of the mean over 4,330 draws about 0.0035) within 0.015; and nothing beyond 5.77.
     #[test]
     fn the_tail_has_its_mass_and_shape() {
-        let mut rng = Seed(5).fork("tail").rng();
+        const R: f64 = 3.654;
         let n = 1usize << 24;
-        let excess: Vec<f64> = (0..n)
-            .map(|_| standard_normal_32(&mut rng).abs() - R)
+        let all = draws(Seed(5).fork("tail"), n);
+        assert!(all.iter().all(|z| z.abs() <= 5.78));
+        let excess: Vec<f64> = all
+            .iter()
+            .map(|z| z.abs() - R)
             .filter(|e| *e > 0.0)
             .collect();
         let upper = 1.0 - standard_normal_cdf(R);
@@ -290,30 +232,54 @@ mod tests {
         );
     }
 
-    /// The filled draws are the calls' draws bit for bit, over 2¹⁸ draws (about 4,000 of them
-    /// outside the strips' rectangles, 68 expected in the tail, so every path runs), and the
-    /// stream is left at the same word.
+    /// The two draws of a pair share r and have angles θ and θ − π/2 apart in their cos and
+    /// sin: independent only when θ is uniform over the whole turn. Over 2²⁰ pairs, the
+    /// correlations of (z₁, z₂) and of (z₁², z₂²) are within 5/√n = 0.0049 of 0 (a quadrant
+    /// turned the wrong way, or θ over half a turn, makes the first 0.6 or more).
     #[test]
-    fn filled_draws_are_the_draws_one_at_a_time() {
-        let stream = Seed(13).fork("fill");
-        let (mut one, mut block) = (stream.rng(), stream.rng());
-        let expected: Vec<f64> = (0..1 << 18).map(|_| standard_normal_32(&mut one)).collect();
-        let mut drawn = vec![f64::NAN; 1 << 18];
-        standard_normals_32(&mut block, &mut drawn);
-        assert!((expected.iter().zip(&drawn)).all(|(a, b)| a.to_bits() == b.to_bits()));
-        assert_eq!(one.next_u32(), block.next_u32());
-        assert!(expected.iter().filter(|z| z.abs() > R).count() > 30);
+    fn the_two_draws_of_a_pair_are_uncorrelated() {
+        let all = draws(Seed(8).fork("pairs"), 1 << 21);
+        let mut pairs = Vec::new();
+        for group in all.chunks(3051) {
+            for (i, pair) in group.chunks_exact(32).enumerate() {
+                if (i + 1) * 32 <= group.len() {
+                    pairs.extend((0..16).map(|l| (pair[l], pair[16 + l])));
+                }
+            }
+        }
+        let correlation = |f: &dyn Fn(f64) -> f64| {
+            let n = pairs.len() as f64;
+            let (a, b): (Vec<f64>, Vec<f64>) = pairs.iter().map(|&(x, y)| (f(x), f(y))).unzip();
+            let (ma, mb) = (a.iter().sum::<f64>() / n, b.iter().sum::<f64>() / n);
+            let cov = a
+                .iter()
+                .zip(&b)
+                .map(|(x, y)| (x - ma) * (y - mb))
+                .sum::<f64>()
+                / n;
+            let var = |v: &[f64], m: f64| v.iter().map(|x| (x - m).powi(2)).sum::<f64>() / n;
+            cov / (var(&a, ma) * var(&b, mb)).sqrt()
+        };
+        let bound = 5.0 / (pairs.len() as f64).sqrt();
+        assert!(correlation(&|z| z).abs() < bound);
+        assert!(correlation(&|z| z * z).abs() < bound);
     }
 
+    /// The same stream gives the same draws, another stream others; a fill starts at the
+    /// stream's next whole block and leaves the stream after its last group of sixteen blocks.
     #[test]
-    fn the_same_stream_gives_the_same_draws() {
-        let draws = |seed| {
-            let mut rng = Seed(seed).rng();
-            (0..1000)
-                .map(|_| standard_normal_32(&mut rng))
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(draws(3), draws(3));
-        assert_ne!(draws(3), draws(4));
+    fn fills_are_reproducible_and_move_the_stream_by_whole_groups() {
+        let (a, b, c) = (
+            draws(Seed(3), 5000),
+            draws(Seed(3), 5000),
+            draws(Seed(4), 5000),
+        );
+        assert_eq!(a, b);
+        assert_ne!(a, c);
+        let mut rng = Seed(3).rng();
+        rng.next_u32();
+        standard_normals(&mut rng, &mut [0.0; 300]);
+        // One word read: the fill starts at block 1 and takes two groups, to block 33.
+        assert_eq!(rng.get_word_pos(), 33 * 16);
     }
 }

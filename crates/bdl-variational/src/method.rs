@@ -222,13 +222,6 @@ impl Stats {
             h: vec![0.0; len(curvature)],
         }
     }
-
-    /// Every value back to zero (one fill per vector: a chain of iterators does not vectorise).
-    pub(crate) fn clear(&mut self) {
-        for v in [&mut self.g, &mut self.g_sq, &mut self.g_eps, &mut self.h] {
-            v.fill(0.0);
-        }
-    }
 }
 
 /// The state of one method over D parameters.

@@ -57,6 +57,23 @@ pub struct Draw {
     eps: Vec<f64>,
 }
 
+impl Drop for Draw {
+    fn drop(&mut self) {
+        bdl_tensor::recycle(std::mem::take(&mut self.theta));
+        bdl_tensor::recycle(std::mem::take(&mut self.eps));
+    }
+}
+
+/// sum += x elementwise, or sum = x when `first` (an empty `sum`, a mean the method does not use,
+/// stays empty).
+fn add_or_set(sum: &mut [f64], first: bool, x: impl Iterator<Item = f64>) {
+    if first {
+        sum.iter_mut().zip(x).for_each(|(sum, x)| *sum = x);
+    } else {
+        sum.iter_mut().zip(x).for_each(|(sum, x)| *sum += x);
+    }
+}
+
 impl Online {
     /// The method of `config` over the parameters `mu0` for an objective that is a mean over
     /// `n` examples, with the configuration's prior and initial precisions, KL weight, subset,
@@ -102,14 +119,18 @@ impl Online {
     /// held fixed).
     pub fn draw(&mut self) -> Draw {
         let (mu, sigma) = (&self.state.mu, self.state.sigma());
-        let mut eps = vec![0.0; mu.len()];
-        bdl_tensor::standard_normals_32(&mut self.noise, &mut eps);
-        let theta = bdl_tensor::vectorized(
+        // Buffers from the thread's pool, given back when the draw is dropped: a step then
+        // allocates and zeroes nothing.
+        let mut eps = bdl_tensor::recycled(mu.len());
+        bdl_tensor::standard_normals(&mut self.noise, &mut eps);
+        let mut theta = bdl_tensor::recycled(mu.len());
+        bdl_tensor::vectorized(
             #[inline(always)]
             || {
-                (mu.iter().zip(sigma).zip(&eps))
-                    .map(|((mu, sd), e)| mu + sd * e)
-                    .collect()
+                let terms = mu.iter().zip(sigma).zip(&eps);
+                for (t, ((mu, sd), e)) in theta.iter_mut().zip(terms) {
+                    *t = mu + sd * e;
+                }
             },
         );
         Draw { theta, eps }
@@ -136,24 +157,24 @@ impl Online {
         };
         length("gradient", grad.len())?;
         length("draw", draw.eps.len())?;
+        // The first draw of a step sets the sums, so nothing is zeroed between steps; one pass
+        // over zipped slices per mean the method uses, which the compiler vectorises.
+        let first = self.draws == 0;
+        let o = &mut self.observed;
         if self.curvature != Curvature::None {
             let h = curvature.ok_or(Error::NoCurvature {
                 method: self.state.method_name(),
             })?;
             length("curvature", h.len())?;
-            for (acc, v) in self.observed.h.iter_mut().zip(h) {
-                *acc += v;
-            }
+            add_or_set(&mut o.h, first, h.iter().copied());
         }
-        // One pass over zipped slices per mean the method uses, which the compiler vectorises.
-        let o = &mut self.observed;
-        o.g.iter_mut().zip(grad).for_each(|(sum, g)| *sum += g);
-        o.g_sq
-            .iter_mut()
-            .zip(grad)
-            .for_each(|(sum, g)| *sum += g * g);
-        let with_eps = o.g_eps.iter_mut().zip(grad.iter().zip(&draw.eps));
-        with_eps.for_each(|(sum, (g, e))| *sum += g * e);
+        add_or_set(&mut o.g, first, grad.iter().copied());
+        add_or_set(&mut o.g_sq, first, grad.iter().map(|g| g * g));
+        add_or_set(
+            &mut o.g_eps,
+            first,
+            grad.iter().zip(&draw.eps).map(|(g, e)| g * e),
+        );
         self.draws += 1;
         Ok(())
     }
@@ -179,7 +200,6 @@ impl Online {
             .lr_decay
             .map_or(1.0, |k| 1.0 / (1.0 + (self.steps as f64).powf(k)));
         let result = self.state.update(&self.observed, lr_scale);
-        self.observed.clear();
         self.draws = 0;
         result
     }
