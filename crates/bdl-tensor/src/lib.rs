@@ -47,7 +47,7 @@ pub use io::{load_safetensors, read_sidecar, save_safetensors, sidecar_path, wri
 pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
 pub use pool::{recycle, recycled};
 pub use rand_chacha::ChaCha8Rng;
-pub use real::{Real, vectorized};
+pub use real::{Real, vector_bytes, vectorized};
 pub use rng::{Seed, bernoulli, normal, uniform};
 pub use rows::select_rows;
 pub use threads::{Threads, current_threads};

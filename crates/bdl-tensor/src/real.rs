@@ -219,26 +219,69 @@ pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
         fn avx2<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        let (avx2_fma, has_avx512) = (
-            std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma"),
-            std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512vl"),
-        );
         // The workspace's one `unsafe`: calling a function compiled for an instruction set
         // extension is sound once the processor is known to have it.
         // SAFETY: each function is called only when the processor has every extension it is
-        // compiled for (checked just above; AVX-512 F and VL are taken only together with AVX2 and
-        // FMA).
+        // compiled for (`Extensions::detect`: AVX-512 F and VL are taken only together with AVX2
+        // and FMA).
         #[allow(unsafe_code)]
         unsafe {
-            match (avx2_fma, has_avx512) {
-                (true, true) => avx512(f),
-                (true, false) => avx2(f),
-                (false, _) => f(),
+            match Extensions::detect() {
+                Extensions::Avx512 => avx512(f),
+                Extensions::Avx2 => avx2(f),
+                Extensions::Baseline => f(),
             }
         }
     }
     #[cfg(not(target_arch = "x86_64"))]
     f()
+}
+
+/// The vector extensions [`vectorized`] compiles for on this processor.
+#[derive(Clone, Copy)]
+enum Extensions {
+    /// AVX-512 F and VL with AVX2 and FMA: 32 registers of 64 bytes.
+    Avx512,
+    /// AVX2 with FMA: 16 registers of 32 bytes.
+    Avx2,
+    /// As built: SSE2 on x86-64, 16 registers of 16 bytes.
+    Baseline,
+}
+
+impl Extensions {
+    #[inline(always)]
+    fn detect() -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            let avx2_fma =
+                std::is_x86_feature_detected!("avx2") && std::is_x86_feature_detected!("fma");
+            let avx512 = std::is_x86_feature_detected!("avx512f")
+                && std::is_x86_feature_detected!("avx512vl");
+            match (avx2_fma, avx512) {
+                (true, true) => Self::Avx512,
+                (true, false) => Self::Avx2,
+                (false, _) => Self::Baseline,
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Self::Baseline
+    }
+}
+
+/// The width in bytes of one vector register of the code [`vectorized`] runs on this processor:
+/// 64 with AVX-512, 32 with AVX2, 16 otherwise. Kernels that hold sums in registers size their
+/// tiles by it: a tile wider than the registers can hold spills its sums to memory.
+///
+/// ```
+/// let f64_lanes = bdl_tensor::vector_bytes() / size_of::<f64>();
+/// assert!([2, 4, 8].contains(&f64_lanes));
+/// ```
+pub fn vector_bytes() -> usize {
+    match Extensions::detect() {
+        Extensions::Avx512 => 64,
+        Extensions::Avx2 => 32,
+        Extensions::Baseline => 16,
+    }
 }
 
 #[cfg(test)]

@@ -4,7 +4,8 @@
 //! c_pq = Σ_r a_pr b_rq is summed in the order of r, one fused multiply-add a term, starting
 //! from zero. Tiles of rows and columns decide only which sums run side by side, never the order
 //! within one, so C is the same for every tiling and every vector width: the same bits with
-//! AVX-512, with AVX2 or with neither. (Not candle's bits: its `gemm` picks among kernels whose
+//! AVX-512, with AVX2 or with neither. The widest column tile is two vector registers (four rows
+//! of it are eight registers of sums), so the tiles differ by instruction set, the bits do not. (Not candle's bits: its `gemm` picks among kernels whose
 //! summation orders differ by shape.)
 
 use bdl_tensor::{Real, vectorized};
@@ -75,6 +76,26 @@ impl<T: Copy> Store<T> for Plain<'_, T> {
 /// `out` once: c_pq = Σ_r a_pr b_rq in the order of r, one fused multiply-add a term.
 #[inline(always)]
 pub(super) fn product<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut impl Store<T>) {
+    tiled_product(a, b, dims, widest_tile::<T>(), out);
+}
+
+/// The widest column tile for `T`: two vector registers of `T` (sixteen f64 with AVX-512, eight
+/// with AVX2), at most 16 numbers. Four rows of 16 f64 columns with AVX2 are sixteen registers
+/// of sums, every register the instruction set has, and spill; 32 f32 columns with AVX-512 were
+/// measured slower than 16 (2026-12-03, "Benchmarks").
+fn widest_tile<T>() -> usize {
+    (2 * bdl_tensor::vector_bytes() / size_of::<T>()).clamp(1, 16)
+}
+
+/// [`product`] with column tiles of at most `widest` numbers.
+#[inline(always)]
+fn tiled_product<T: Real>(
+    a: Strided<'_, T>,
+    b: &[T],
+    dims: Dims,
+    widest: usize,
+    out: &mut impl Store<T>,
+) {
     assert_eq!(b.len(), dims.r * dims.q, "B is [r, q]");
     vectorized(
         #[inline(always)]
@@ -82,7 +103,7 @@ pub(super) fn product<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut
             if dims.q == 1 {
                 column(a, b, dims, out);
             } else if dims.r <= 1 {
-                outer(a, b, dims, out);
+                outer(a, b, dims, widest, out);
             } else {
                 let mut panel = Vec::new();
                 let mut p0 = 0;
@@ -90,10 +111,10 @@ pub(super) fn product<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut
                     // The last rows together too: one at a time, a tile's few sums would each
                     // wait on the previous fused multiply-add.
                     p0 += match dims.p - p0 {
-                        ROWS.. => row_block::<T, ROWS>(a, b, dims, p0, &mut panel, out),
-                        3 => row_block::<T, 3>(a, b, dims, p0, &mut panel, out),
-                        2 => row_block::<T, 2>(a, b, dims, p0, &mut panel, out),
-                        _ => row_block::<T, 1>(a, b, dims, p0, &mut panel, out),
+                        ROWS.. => row_block::<T, ROWS>(a, b, dims, widest, p0, &mut panel, out),
+                        3 => row_block::<T, 3>(a, b, dims, widest, p0, &mut panel, out),
+                        2 => row_block::<T, 2>(a, b, dims, widest, p0, &mut panel, out),
+                        _ => row_block::<T, 1>(a, b, dims, widest, p0, &mut panel, out),
                     };
                 }
             }
@@ -104,13 +125,14 @@ pub(super) fn product<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut
 /// Rows of C computed together: each B row loaded is used this many times.
 const ROWS: usize = 4;
 
-/// Calls `tile(q0, Q)` over the columns 0 … width − 1 in tiles of 16, 8, 4, 2 and 1.
+/// Calls `tile(q0, Q)` over the columns 0 … width − 1 in tiles of 16, 8, 4, 2 and 1, none wider
+/// than `widest`.
 macro_rules! column_tiles {
-    ($width:expr, |$q0:ident, $q:ident| $tile:expr) => {{
-        let width = $width;
+    ($width:expr, $widest:expr, |$q0:ident, $q:ident| $tile:expr) => {{
+        let (width, widest) = ($width, $widest);
         let mut $q0 = 0;
         while $q0 < width {
-            $q0 += match width - $q0 {
+            $q0 += match (width - $q0).min(widest) {
                 16.. => {
                     const $q: usize = 16;
                     $tile
@@ -212,14 +234,14 @@ fn add_terms<T: Real, const P: usize>(
 /// C = A B for at most one term: c_pq = a_p b_q, one rounding, as the fused sum from zero
 /// gives (and 0 without terms).
 #[inline(always)]
-fn outer<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, out: &mut impl Store<T>) {
+fn outer<T: Real>(a: Strided<'_, T>, b: &[T], dims: Dims, widest: usize, out: &mut impl Store<T>) {
     for p in 0..dims.p {
         let a_p = if dims.r == 1 {
             a.data[p * a.row]
         } else {
             T::from_f64(0.0)
         };
-        column_tiles!(dims.q, |q0, Q| {
+        column_tiles!(dims.q, widest, |q0, Q| {
             let mut sums = [T::from_f64(0.0); Q];
             if dims.r == 1 {
                 for (s, &b) in sums.iter_mut().zip(&b[q0..q0 + Q]) {
@@ -239,6 +261,7 @@ fn row_block<T: Real, const P: usize>(
     a: Strided<'_, T>,
     b: &[T],
     dims: Dims,
+    widest: usize,
     p0: usize,
     panel_buffer: &mut Vec<T>,
     out: &mut impl Store<T>,
@@ -267,7 +290,7 @@ fn row_block<T: Real, const P: usize>(
         }
     }
     let panel: &[[T; P]] = panel;
-    column_tiles!(dims.q, |q0, Q| tile::<T, P, Q>(
+    column_tiles!(dims.q, widest, |q0, Q| tile::<T, P, Q>(
         panel, b, dims.q, p0, q0, out
     ));
     P
@@ -319,9 +342,9 @@ mod tests {
         c
     }
 
-    /// Every tiling (row blocks of 4, 3, 2 and 1; column tiles of 16, 8, 4, 2, 1;
-    /// the one-column and one-term shortcuts) and every way of reading A give exactly the sums
-    /// taken in order, in both dtypes: equal values, not merely close ones (the lanes only decide
+    /// Every tiling (row blocks of 4, 3, 2 and 1; column tiles of 16, 8, 4, 2, 1 under every
+    /// cap on their width; the one-column and one-term shortcuts) and every way of reading A give
+    /// exactly the sums taken in order, in both dtypes: equal values, not merely close ones (the lanes only decide
     /// which sums run side by side).
     #[test]
     fn products_are_the_sums_taken_in_order() {
@@ -367,23 +390,22 @@ mod tests {
             let transposed: Vec<T> = (0..p * r).map(|j| a[(j % p) * r + j / p]).collect();
             let transposed = Strided::transposed(&transposed, p);
             for a in [Strided::rows(&a, r), transposed, spread] {
-                let mut c = vec![T::from_f64(f64::NAN); p * q];
-                product(
-                    a,
-                    &b,
-                    dims,
-                    &mut Plain {
+                // This processor's widest tile, and every other instruction set's.
+                for widest in [widest_tile::<T>(), 16, 8, 4, 2, 1] {
+                    let mut c = vec![T::from_f64(f64::NAN); p * q];
+                    let mut out = Plain {
                         c: &mut c,
                         width: q,
-                    },
-                );
-                assert_eq!(
-                    c,
-                    sequential(a, &b, dims),
-                    "{dims:?}, strides {}, {}",
-                    a.row,
-                    a.col
-                );
+                    };
+                    tiled_product(a, &b, dims, widest, &mut out);
+                    assert_eq!(
+                        c,
+                        sequential(a, &b, dims),
+                        "{dims:?}, strides {}, {}, tiles of at most {widest}",
+                        a.row,
+                        a.col
+                    );
+                }
             }
         }
     }
