@@ -382,8 +382,8 @@ struct Fitted {
     scores: Scores,
     /// Test RMSE after each epoch, when tracked.
     by_epoch: Vec<f64>,
-    /// The training loss after each epoch: the mean NLL at the variational mean, MC dropout's
-    /// regularised MAP loss (both per example).
+    /// The training loss, per example: the mean NLL at the variational mean after the last
+    /// epoch, MC dropout's regularised MAP loss after each epoch.
     losses: Vec<f64>,
     /// The same loss of the untrained network.
     untrained: f64,
@@ -456,6 +456,8 @@ fn train_and_score(
         mc_samples,
         init_precision: Some(INIT_PRECISION),
         seed: seed.fork("train"),
+        // Only the last epoch's loss is read (`blew_up`).
+        nll_every_epoch: false,
         ..VariationalConfig::new(method, lambda, settings.epochs, batch_size)
     }
     .check()?;

@@ -430,6 +430,25 @@ fn the_epoch_callback_sees_each_epoch_and_changes_nothing() {
 }
 
 #[test]
+fn the_training_nll_after_the_last_epoch_only_changes_nothing_else() {
+    // Without the per-epoch NLL the fit is the same and its one NLL is the last of the full
+    // record: the NLL is read off the mean, it never feeds back.
+    let p = problem();
+    let vogn = Method::Vogn {
+        learning_rate: 0.05,
+        beta: 0.1,
+    };
+    let mut config = VariationalConfig::new(vogn, LAMBDA, 5, 8);
+    config.mc_samples = 2;
+    let every = run(&p, &config);
+    config.nll_every_epoch = false;
+    let last = run(&p, &config);
+    assert_eq!(every.nll.len(), 5);
+    assert_eq!(last.nll, [every.nll[4]]);
+    assert_eq!(last.posterior.q(), every.posterior.q());
+}
+
+#[test]
 fn bad_input_is_an_error() {
     let p = problem();
     let mu0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
