@@ -239,6 +239,7 @@ pub fn vectorized<R>(f: impl FnOnce() -> R) -> R {
 
 /// The vector extensions [`vectorized`] compiles for on this processor.
 #[derive(Clone, Copy)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 enum Extensions {
     /// AVX-512 F and VL with AVX2 and FMA: 32 registers of 64 bytes.
     Avx512,

@@ -5,8 +5,8 @@
 //! from zero. Tiles of rows and columns decide only which sums run side by side, never the order
 //! within one, so C is the same for every tiling and every vector width: the same bits with
 //! AVX-512, with AVX2 or with neither. The widest column tile is two vector registers (four rows
-//! of it are eight registers of sums), so the tiles differ by instruction set, the bits do not. (Not candle's bits: its `gemm` picks among kernels whose
-//! summation orders differ by shape.)
+//! of it are eight registers of sums), so the tiles differ by instruction set, the bits do not.
+//! (Not candle's bits: its `gemm` picks among kernels whose summation orders differ by shape.)
 
 use bdl_tensor::{Real, vectorized};
 
@@ -344,8 +344,8 @@ mod tests {
 
     /// Every tiling (row blocks of 4, 3, 2 and 1; column tiles of 16, 8, 4, 2, 1 under every
     /// cap on their width; the one-column and one-term shortcuts) and every way of reading A give
-    /// exactly the sums taken in order, in both dtypes: equal values, not merely close ones (the lanes only decide
-    /// which sums run side by side).
+    /// exactly the sums taken in order, in both dtypes: equal values, not merely close ones (the
+    /// lanes only decide which sums run side by side).
     #[test]
     fn products_are_the_sums_taken_in_order() {
         sums_in_order::<f64>();
