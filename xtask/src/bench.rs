@@ -40,6 +40,14 @@ pub(crate) enum Group {
 /// Runs the selected benchmarks and prints one line each.
 pub(crate) fn run(args: &BenchArgs) -> Result<()> {
     let on = |g: Group| args.only.is_empty() || args.only.contains(&g);
+    // The targets' verdicts depend on it (docs/REPRODUCTION.md, "Benchmarks").
+    let bytes = bdl_tensor::vector_bytes();
+    let extensions = match bytes {
+        64 => "AVX-512",
+        32 => "AVX2 and FMA",
+        _ => "no wide-vector extensions",
+    };
+    println!("vector registers of {bytes} bytes ({extensions})");
     bdl_tensor::Threads::new(1)?.install(|| single_threaded(&on))?;
     if on(Group::Laplace) {
         bdl_tensor::Threads::new(2)?.install(two_threads)?;
