@@ -69,6 +69,30 @@ impl StandardizedSplit {
             y_scale: sy,
         })
     }
+
+    /// The same split with its four tensors in `dtype` (the standardiser unchanged). Casting to
+    /// f32 loses nothing: the transform ran in the stored f32.
+    ///
+    /// ```
+    /// use bdl_data::StandardizedSplit;
+    /// use candle_core::DType;
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// let (train, test) = bdl_data::toy::agw_1d(&bdl_data::root::fixtures())?.holdout(0.2, bdl_tensor::Seed(0))?;
+    /// let split = StandardizedSplit::new(&train, &test)?;
+    /// let single = split.to_dtype(DType::F32)?;
+    /// assert_eq!(single.x_test.dtype(), DType::F32);
+    /// assert_eq!(single.y_train.to_dtype(DType::F64)?.to_vec2::<f64>()?, split.y_train.to_vec2::<f64>()?);
+    /// # Ok(()) }
+    /// ```
+    pub fn to_dtype(&self, dtype: DType) -> Result<Self> {
+        Ok(Self {
+            x_train: self.x_train.to_dtype(dtype)?,
+            y_train: self.y_train.to_dtype(dtype)?,
+            x_test: self.x_test.to_dtype(dtype)?,
+            y_test: self.y_test.to_dtype(dtype)?,
+            y_scale: self.y_scale.clone(),
+        })
+    }
 }
 
 /// Per-column (or global) location and scale fitted on training data.
