@@ -631,9 +631,11 @@ fn rank(
     finalists: usize,
     mut score: impl FnMut(usize, usize) -> Result<f64>,
 ) -> Result<Vec<(usize, f64)>> {
-    let best_first = |v: &mut Vec<(usize, f64)>| {
+    // Sums of scores by their mean over `n` folds, best first; among equals the earlier
+    // candidate.
+    let best_first = |v: &mut Vec<(usize, f64)>, n: usize| {
         v.sort_by_key(|&(c, _)| c);
-        v.sort_by(|a, b| b.1.total_cmp(&a.1));
+        v.sort_by(|a, b| (b.1 / n as f64).total_cmp(&(a.1 / n as f64)));
     };
     let mut sums = Vec::with_capacity(candidates);
     for c in 0..candidates {
@@ -643,7 +645,7 @@ fn rank(
         }
         sums.push((c, sum));
     }
-    best_first(&mut sums);
+    best_first(&mut sums, screen);
     let others = sums.split_off(finalists.min(candidates));
     let mut finals = sums;
     finals.sort_by_key(|&(c, _)| c);
@@ -652,7 +654,7 @@ fn rank(
             *sum += score(*c, k)?;
         }
     }
-    best_first(&mut finals);
+    best_first(&mut finals, folds);
     let mean = |n: usize| move |(c, sum): (usize, f64)| (c, sum / n as f64);
     Ok(finals
         .into_iter()
