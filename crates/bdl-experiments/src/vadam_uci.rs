@@ -291,7 +291,7 @@ impl Settings {
             log_tau,
             log_lambda,
             selection,
-            dtype: "f32",
+            dtype: DTYPE.as_str(),
             epochs,
             test_samples,
             batching,
