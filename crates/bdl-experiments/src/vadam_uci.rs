@@ -722,40 +722,19 @@ fn fit_split(
                     job.seed.fork(which.name()).fork("final"),
                     track,
                 )
-                .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))
             };
-            let mut fallbacks = 0;
-            let (c, selection_ll, fitted) = loop {
-                let Some(&(c, selection_ll)) = ranked.get(fallbacks) else {
-                    bail!(
-                        "{} {} split {}: the final fit blew up under every candidate",
+            let (c, selection_ll, fitted, fallbacks) =
+                first_that_trains(&ranked, final_fit, |c, how| {
+                    bar.println(format!(
+                        "{} {} split {}: the final fit at (τ, λ) = {:?} {how}; the next \
+                         candidate is fitted",
                         which.name(),
                         job.set,
-                        job.split
-                    );
-                };
-                let how = match final_fit(c) {
-                    Ok(fitted) if !blew_up(fitted.untrained, &fitted.losses) => {
-                        break (c, selection_ll, fitted);
-                    }
-                    Ok(fitted) => format!(
-                        "blew up (training loss {:.3e}, untrained {:.3e})",
-                        fitted.losses.last().copied().unwrap_or(f64::NAN),
-                        fitted.untrained,
-                    ),
-                    Err(e) if diverged(&e) => format!("diverged ({e:#})"),
-                    Err(e) => return Err(e),
-                };
-                bar.println(format!(
-                    "{} {} split {}: the final fit at (τ, λ) = {:?} {how}; the next candidate \
-                     is fitted",
-                    which.name(),
-                    job.set,
-                    job.split,
-                    grid[c],
-                ));
-                fallbacks += 1;
-            };
+                        job.split,
+                        grid[c],
+                    ));
+                })
+                .with_context(|| format!("{} {} split {}", which.name(), job.set, job.split))?;
             let s = fitted.scores;
             let by_epoch = fitted.by_epoch;
             bar.inc(1);
@@ -774,6 +753,34 @@ fn fit_split(
             })
         })
         .collect()
+}
+
+/// The first of the `ranked` candidates (best first, each with its selection log-likelihood)
+/// whose final fit `fit(c)` trains, with how many better-ranked ones gave way to it: a fit that
+/// blew up ([`blew_up`]) or diverged ([`diverged`]) is told to `gave_way(c, how)` and the next
+/// candidate is fitted; any other error stops the search, and so does running out of
+/// candidates.
+fn first_that_trains(
+    ranked: &[(usize, f64)],
+    mut fit: impl FnMut(usize) -> Result<Fitted>,
+    mut gave_way: impl FnMut(usize, &str),
+) -> Result<(usize, f64, Fitted, usize)> {
+    for (fallbacks, &(c, selection_ll)) in ranked.iter().enumerate() {
+        let how = match fit(c) {
+            Ok(fitted) if !blew_up(fitted.untrained, &fitted.losses) => {
+                return Ok((c, selection_ll, fitted, fallbacks));
+            }
+            Ok(fitted) => format!(
+                "blew up (training loss {:.3e}, untrained {:.3e})",
+                fitted.losses.last().copied().unwrap_or(f64::NAN),
+                fitted.untrained,
+            ),
+            Err(e) if diverged(&e) => format!("diverged ({e:#})"),
+            Err(e) => return Err(e),
+        };
+        gave_way(c, &how);
+    }
+    bail!("the final fit blew up or diverged under every candidate")
 }
 
 /// Whether a fit failed by diverging: a non-finite variational mean or curvature, or a
@@ -1357,6 +1364,73 @@ mod tests {
             })
             .is_err()
         );
+    }
+
+    /// The final fit falls back past a candidate that diverged and one that blew up, telling
+    /// each, to the first that trains; an error that is not a divergence stops it at once, and
+    /// so does a ranking whose every candidate fails.
+    #[test]
+    fn a_final_fit_that_diverged_or_blew_up_gives_way_to_the_next_candidate() {
+        let fitted = |last_loss: f64| Fitted {
+            scores: Scores {
+                rmse: last_loss,
+                log_lik: 0.0,
+                log_lik_joint: 0.0,
+            },
+            by_epoch: Vec::new(),
+            losses: vec![last_loss],
+            untrained: 1.0,
+        };
+        let diverging = || {
+            anyhow::Error::from(bdl_variational::Error::Diverged {
+                method: "Vadam",
+                step: 7,
+                what: "mean",
+            })
+        };
+        let ranked = [(4, -1.0), (2, -1.5), (0, -2.0), (3, -2.5)];
+        let outcome = |fit: &dyn Fn(usize) -> Result<Fitted>| {
+            let mut told = Vec::new();
+            let chosen = first_that_trains(&ranked, fit, |c, how| told.push((c, how.to_owned())));
+            (chosen, told)
+        };
+
+        let (chosen, told) = outcome(&|c| match c {
+            4 => Err(diverging()),
+            2 => Ok(fitted(50.0)),
+            _ => Ok(fitted(0.5)),
+        });
+        let (c, selection_ll, fit, fallbacks) = chosen.unwrap();
+        assert_eq!(
+            (c, selection_ll, fit.scores.rmse, fallbacks),
+            (0, -2.0, 0.5, 2)
+        );
+        assert_eq!(told.len(), 2);
+        assert_eq!(told[0].0, 4);
+        assert!(
+            told[0].1.starts_with("diverged (Vadam diverged at step 7"),
+            "{}",
+            told[0].1
+        );
+        assert_eq!(told[1].0, 2);
+        assert!(
+            told[1].1.starts_with("blew up (training loss 5.000e1"),
+            "{}",
+            told[1].1
+        );
+
+        let (chosen, told) = outcome(&|c| match c {
+            4 => Ok(fitted(f64::NAN)),
+            _ => Err(anyhow::anyhow!("a data file went missing")),
+        });
+        let e = chosen.err().expect("a data error stops the search");
+        assert!(format!("{e:#}").contains("went missing"));
+        assert_eq!(told.len(), 1, "the search stopped at the first other error");
+
+        let (chosen, told) = outcome(&|_| Err(diverging()));
+        let e = chosen.err().expect("no candidate trained");
+        assert!(e.to_string().contains("under every candidate"));
+        assert_eq!(told.len(), 4);
     }
 
     /// Ending more than ten times above the untrained network's loss in size (or at NaN) is
