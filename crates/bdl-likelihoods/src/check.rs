@@ -41,6 +41,19 @@ pub(crate) fn values(t: &Tensor, arg: &str) -> Result<Vec<f64>> {
     }
 }
 
+/// An error naming `arg` and the first NaN or infinity of `t` (row-major), if it holds one:
+/// [`values`]' check without the copy, scanning the elements where they lie.
+pub(crate) fn finite(t: &Tensor, arg: &str) -> Result<()> {
+    bdl_tensor::check_finite(t, arg).map_err(|e| match e {
+        bdl_tensor::Error::NonFinite { index, value, .. } => Error::NonFinite {
+            arg: arg.to_owned(),
+            index,
+            value,
+        },
+        e => e.into(),
+    })
+}
+
 /// Network outputs: a finite f32/f64 matrix `[N, K]` with K ≥ 1, and `K = classes` where
 /// given. Returns `(N, K)`.
 pub(crate) fn outputs(f: &Tensor, arg: &str, classes: Option<usize>) -> Result<(usize, usize)> {
@@ -53,7 +66,7 @@ pub(crate) fn outputs(f: &Tensor, arg: &str, classes: Option<usize>) -> Result<(
     if k == 0 || classes.is_some_and(|c| c != k) {
         return Err(shape_error(f, arg, expected()));
     }
-    values(f, arg)?;
+    finite(f, arg)?;
     Ok((n, k))
 }
 
@@ -76,7 +89,7 @@ pub(crate) fn real_targets(
         };
         return Err(shape_error(y, arg, expected));
     }
-    values(y, arg)?;
+    finite(y, arg)?;
     Ok(y.reshape((n, k))?.to_dtype(dtype)?)
 }
 

@@ -2,16 +2,31 @@
 //! call: allocating and freeing them each time makes the allocator give the memory back to the
 //! system and fault it in again (a tenth of a small network's training time, measured).
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::cell::RefCell;
 
 use crate::Real;
 
-/// At most this many vectors wait in a thread's pool.
+/// At most this many vectors of each type wait in a thread's pool.
 const KEPT: usize = 64;
 
 thread_local! {
-    static POOL: RefCell<Vec<Box<dyn Any>>> = const { RefCell::new(Vec::new()) };
+    static F32: RefCell<Vec<Vec<f32>>> = const { RefCell::new(Vec::new()) };
+    static F64: RefCell<Vec<Vec<f64>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `f` on this thread's vectors of T (a [`Real`] is f32 or f64): one type check a call, where a
+/// pool of boxed vectors of any type took one for each vector it held and an allocation for
+/// each box.
+fn with_pool<T: Real, R>(f: impl FnOnce(&mut Vec<Vec<T>>) -> R) -> R {
+    fn typed<T: 'static>(pool: &mut dyn Any) -> &mut Vec<Vec<T>> {
+        pool.downcast_mut().expect("the pool of the matching type")
+    }
+    if TypeId::of::<T>() == TypeId::of::<f32>() {
+        F32.with_borrow_mut(|pool| f(typed(pool)))
+    } else {
+        F64.with_borrow_mut(|pool| f(typed(pool)))
+    }
 }
 
 /// A vector of `len` numbers from this thread's pool (its contents are whatever the previous
@@ -26,20 +41,18 @@ thread_local! {
 /// assert_eq!(w.len(), 2);
 /// ```
 pub fn recycled<T: Real>(len: usize) -> Vec<T> {
-    let found = POOL.with_borrow_mut(|pool| {
+    let found = with_pool::<T, _>(|pool| {
         // The shortest vector already holding `len` numbers, so that nothing is filled; else
         // the longest with the room.
-        let vectors = pool.iter().enumerate().filter_map(|(at, v)| {
-            let v = v.downcast_ref::<Vec<T>>()?;
-            (v.capacity() >= len).then_some((at, v.len()))
-        });
-        let (at, _) = vectors.min_by_key(|&(_, held)| (held < len, held.abs_diff(len)))?;
-        pool.swap_remove(at).downcast::<Vec<T>>().ok()
+        let (at, _) = (pool.iter().enumerate())
+            .filter(|(_, v)| v.capacity() >= len)
+            .min_by_key(|&(_, v)| (v.len() < len, v.len().abs_diff(len)))?;
+        Some(pool.swap_remove(at))
     });
     match found {
         Some(mut v) => {
             v.resize(len, T::from_f64(0.0));
-            *v
+            v
         }
         None => vec![T::from_f64(0.0); len],
     }
@@ -50,9 +63,9 @@ pub fn recycle<T: Real>(v: Vec<T>) {
     if v.capacity() == 0 {
         return;
     }
-    POOL.with_borrow_mut(|pool| {
+    with_pool::<T, _>(|pool| {
         if pool.len() < KEPT {
-            pool.push(Box::new(v));
+            pool.push(v);
         }
     });
 }
