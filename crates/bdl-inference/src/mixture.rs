@@ -108,15 +108,13 @@ pub fn forward_batched(
     let n = crate::n_rows(x, "x")?;
     let batch_size = batch_size.clamp(1, model.rows_per_pass().max(1));
     if n <= batch_size {
-        return Ok(model.forward_cached_with(theta, x, dropout)?.output);
+        return Ok(model.forward_with(theta, x, dropout)?);
     }
     let parts = (0..n)
         .step_by(batch_size)
         .map(|start| {
             let xb = x.narrow(0, start, batch_size.min(n - start))?;
-            Ok(model
-                .forward_cached_with(theta, &xb, dropout.as_deref_mut())?
-                .output)
+            Ok(model.forward_with(theta, &xb, dropout.as_deref_mut())?)
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Tensor::cat(&parts, 0)?)

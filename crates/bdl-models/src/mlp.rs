@@ -444,14 +444,11 @@ impl Model for Mlp {
         let n = x.dims().first().copied().unwrap_or(0);
         let rows = self.rows_per_pass();
         if n <= rows {
-            return Ok(self.forward_cached(params, x)?.output);
+            return self.forward_with(params, x, None);
         }
         let parts = (0..n)
             .step_by(rows)
-            .map(|start| {
-                let xb = x.narrow(0, start, rows.min(n - start))?;
-                Ok(self.forward_cached(params, &xb)?.output)
-            })
+            .map(|start| self.forward_with(params, &x.narrow(0, start, rows.min(n - start))?, None))
             .collect::<Result<Vec<_>>>()?;
         Ok(Tensor::cat(&parts, 0)?)
     }
@@ -467,6 +464,23 @@ impl Model for Mlp {
             Compute::F32 => self.slice_forward_cache::<f32>(params, x, dropout),
             Compute::F64 => self.slice_forward_cache::<f64>(params, x, dropout),
             Compute::Tensors => self.tensor_forward(params, x, dropout),
+        }
+    }
+
+    /// By the slice passes without a cache when they apply (the layers' buffers go back to the
+    /// thread's pool), the output of [`forward_cached_with`](Model::forward_cached_with) to the
+    /// bit.
+    fn forward_with(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Tensor> {
+        let x = self.check_input(params, x)?;
+        match Compute::of(params, &x) {
+            Compute::F32 => self.slice_output::<f32>(params, &x, dropout),
+            Compute::F64 => self.slice_output::<f64>(params, &x, dropout),
+            Compute::Tensors => Ok(self.tensor_forward(params, x, dropout)?.output),
         }
     }
 
@@ -544,6 +558,41 @@ mod tests {
                 };
                 assert_eq!(bits(product(&a, &b).unwrap()), bits(a.matmul(&b).unwrap()));
             }
+        }
+    }
+
+    /// The forward pass without a cache gives the cache's output to the bit, in both dtypes,
+    /// with dropout (the same masks from the same stream, which both leave at the same place)
+    /// and without; `forward` in bounded passes (more rows than one pass takes) gives the same.
+    #[test]
+    fn the_forward_pass_without_a_cache_is_the_caches_output() {
+        let spec = MlpSpec {
+            widths: vec![5, 17, 9, 3],
+            activations: vec![Activation::Relu, Activation::Tanh, Activation::Identity],
+            dropout: 0.3,
+            bias: true,
+        };
+        let mlp = Mlp::new(spec).unwrap();
+        let bits = |t: &Tensor| -> Vec<u64> {
+            let v = bdl_tensor::to_f64_vec(&t.flatten_all().unwrap()).unwrap();
+            v.iter().map(|x| x.to_bits()).collect()
+        };
+        for dtype in [DType::F32, DType::F64] {
+            let theta = mlp.init(Seed(1), dtype, &Device::Cpu).unwrap();
+            let n = 2 * mlp.rows_per_pass() + 7;
+            let x = bdl_tensor::normal(&mut Seed(2).rng(), (n, 5), 0.0, 1.0, dtype, &Device::Cpu)
+                .unwrap();
+            let (mut a, mut b) = (Seed(3).rng(), Seed(3).rng());
+            let with_cache = mlp.forward_cached_with(&theta, &x, Some(&mut a)).unwrap();
+            let without = mlp.forward_with(&theta, &x, Some(&mut b)).unwrap();
+            assert_eq!(bits(&without), bits(&with_cache.output), "{dtype:?}");
+            assert_eq!(a.get_word_pos(), b.get_word_pos());
+            let plain = mlp.forward_cached(&theta, &x).unwrap().output;
+            assert_eq!(
+                bits(&mlp.forward_with(&theta, &x, None).unwrap()),
+                bits(&plain)
+            );
+            assert_eq!(bits(&mlp.forward(&theta, &x).unwrap()), bits(&plain));
         }
     }
 

@@ -53,9 +53,22 @@ pub trait Model {
         self.forward_cached_with(params, x, None)
     }
 
-    /// f(x; θ), shape `[N, K]`.
+    /// f(x; θ), shape `[N, K]`, with fresh dropout masks from `dropout` (as
+    /// [`forward_cached_with`](Model::forward_cached_with)) or dropout off. A model may compute
+    /// it without building a [`Cache`] (the MLP's slice passes do); by default it is the cache's
+    /// output.
+    fn forward_with(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Tensor> {
+        Ok(self.forward_cached_with(params, x, dropout)?.output)
+    }
+
+    /// f(x; θ), shape `[N, K]`, dropout off.
     fn forward(&self, params: &Tensor, x: &Tensor) -> Result<Tensor> {
-        Ok(self.forward_cached(params, x)?.output)
+        self.forward_with(params, x, None)
     }
 
     /// One minibatch's loss gradient in one call: the forward pass on `x` (with fresh dropout

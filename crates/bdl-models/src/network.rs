@@ -113,8 +113,8 @@ impl Network {
 }
 
 /// Every method delegates, those with a default included: a network may override them with
-/// faster passes (the MLP's slice passes for `backward` and `sum_sq_grads`, its `forward` in
-/// passes of bounded size).
+/// faster passes (the MLP's slice passes for `backward`, `sum_sq_grads` and `forward_with`, its `forward`
+/// in passes of bounded size).
 impl Model for Network {
     fn layout(&self) -> &ParamLayout {
         self.inner().layout()
@@ -144,6 +144,15 @@ impl Model for Network {
         grad_f: &Tensor,
     ) -> Result<Vec<LayerFactors>> {
         self.inner().factors(params, cache, grad_f)
+    }
+
+    fn forward_with(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Tensor> {
+        self.inner().forward_with(params, x, dropout)
     }
 
     fn forward(&self, params: &Tensor, x: &Tensor) -> Result<Tensor> {

@@ -116,6 +116,26 @@ impl Mlp {
         self.slice_cache(x, layers)
     }
 
+    /// The outputs `[N, K]` of a slice forward pass on checked inputs in the parameters' dtype;
+    /// the layers' buffers go back to the thread's pool.
+    pub(super) fn slice_output<T: Real>(
+        &self,
+        params: &Tensor,
+        x: &Tensor,
+        dropout: Option<&mut ChaCha8Rng>,
+    ) -> Result<Tensor> {
+        let n = x.dims()[0];
+        let layers = {
+            let theta = elements::<T>(params)?;
+            let inputs = elements::<T>(x)?;
+            self.slice_forward(&theta, &inputs, n, dropout, x.device())?
+        };
+        let f = layers.last().expect("an MLP has a layer").output();
+        let f = Tensor::from_slice(f, (n, self.n_outputs()), x.device())?;
+        give_back(layers);
+        Ok(f)
+    }
+
     /// The cache of a slice forward pass on the inputs `x` (its tensors own the vectors).
     fn slice_cache<T: Real>(&self, x: Tensor, layers: Vec<Values<T>>) -> Result<Cache> {
         let n = x.dims()[0];
@@ -344,15 +364,20 @@ impl Mlp {
         let sums = self.sums(&theta, &views, n, r, squares);
         drop(views);
         drop(masks);
-        for values in layers {
-            let owned = [Some(values.z), values.h, values.next];
-            owned.into_iter().flatten().for_each(recycle);
-        }
+        give_back(layers);
         let wide = |v: Vec<T>| v.into_iter().map(|x| x.to_f64()).collect();
         Ok(LossGradient {
             sum: wide(sums.sum),
             sum_sq: sums.sum_sq.map(wide),
         })
+    }
+}
+
+/// Gives the layers' buffers back to the thread's pool.
+fn give_back<T: Real>(layers: Vec<Values<T>>) {
+    for values in layers {
+        let owned = [Some(values.z), values.h, values.next];
+        owned.into_iter().flatten().for_each(recycle);
     }
 }
 
