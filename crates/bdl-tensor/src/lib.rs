@@ -48,6 +48,6 @@ pub use layout::{Layer, ParamLayout, Segment, SubBlocks};
 pub use pool::{recycle, recycled};
 pub use rand_chacha::ChaCha8Rng;
 pub use real::{Real, vector_bytes, vectorized};
-pub use rng::{Seed, bernoulli, normal, uniform};
+pub use rng::{Seed, bernoulli, bernoulli_values, normal, uniform};
 pub use rows::select_rows;
 pub use threads::{Threads, current_threads};

@@ -31,7 +31,9 @@ fn with_pool<T: Real, R>(f: impl FnOnce(&mut Vec<Vec<T>>) -> R) -> R {
 
 /// A vector of `len` numbers from this thread's pool (its contents are whatever the previous
 /// user left: the caller overwrites them; the shortest one already that long is taken, so that
-/// no numbers are filled in), or a new one of zeros.
+/// no numbers are filled in), or a new one of zeros. A held vector with room for more than
+/// twice `len` is left for a longer request: cut to `len`, it would have to be filled again up
+/// to its own length when that is asked for.
 ///
 /// ```
 /// let mut v = bdl_tensor::recycled::<f64>(3);
@@ -45,7 +47,7 @@ pub fn recycled<T: Real>(len: usize) -> Vec<T> {
         // The shortest vector already holding `len` numbers, so that nothing is filled; else
         // the longest with the room.
         let (at, _) = (pool.iter().enumerate())
-            .filter(|(_, v)| v.capacity() >= len)
+            .filter(|(_, v)| (len..=2 * len).contains(&v.capacity()))
             .min_by_key(|&(_, v)| (v.len() < len, v.len().abs_diff(len)))?;
         Some(pool.swap_remove(at))
     });
@@ -68,4 +70,28 @@ pub fn recycle<T: Real>(v: Vec<T>) {
             pool.push(v);
         }
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A short request leaves a long vector alone (it gets a new one), and the long vector
+    /// comes back whole to a request of its own length.
+    #[test]
+    fn a_long_vector_waits_for_a_long_request() {
+        let long = vec![1.0f32; 1000];
+        let at = long.as_ptr();
+        recycle(long);
+        let short = recycled::<f32>(10);
+        assert_ne!(short.as_ptr(), at, "the short request took the long vector");
+        let again = recycled::<f32>(1000);
+        assert_eq!(again.as_ptr(), at);
+        assert!(again.iter().all(|&x| x == 1.0), "nothing was filled in");
+        let near = {
+            recycle(again);
+            recycled::<f32>(600)
+        };
+        assert_eq!(near.as_ptr(), at, "within twice the length it is taken");
+    }
 }

@@ -14,7 +14,7 @@ use rand_chacha::ChaCha8Rng;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::{Error, Result};
+use crate::{Error, Real, Result};
 
 /// The root of a family of reproducible random streams.
 ///
@@ -121,7 +121,8 @@ pub fn uniform<S: Into<Shape>>(
     from_f64(values, shape, dtype, device)
 }
 
-/// A tensor of independent Bernoulli(`p`) draws, as 0 and 1 in `dtype`.
+/// A tensor of independent Bernoulli(`p`) draws, as 0 and 1 in `dtype`: the draws of
+/// [`bernoulli_values`] with the value 1.
 pub fn bernoulli<S: Into<Shape>>(
     rng: &mut impl Rng,
     shape: S,
@@ -129,22 +130,55 @@ pub fn bernoulli<S: Into<Shape>>(
     dtype: DType,
     device: &Device,
 ) -> Result<Tensor> {
+    let shape = shape.into();
+    let values = bernoulli_values(rng, shape.elem_count(), p, 1.0)?;
+    from_f64(values, shape, dtype, device)
+}
+
+/// `len` independent draws that are `value` with probability `p` and 0 otherwise: the i-th is
+/// `value` when u_i < p, for u_i = ⌊w_i / 2¹¹⌋ · 2⁻⁵³ ∈ [0, 1) from the i-th 64-bit word w_i of
+/// `rng` (the uniform `rng.random::<f64>()` gives; the words are read in bulk, which for a
+/// ChaCha stream are the words one call at a time would read).
+///
+/// ```
+/// use bdl_tensor::{Seed, bernoulli_values};
+/// let mask = bernoulli_values(&mut Seed(1).rng(), 1000, 0.8, 1.25f32).unwrap();
+/// assert!(mask.iter().all(|&m| m == 0.0 || m == 1.25));
+/// let kept = mask.iter().filter(|&&m| m > 0.0).count();
+/// assert!((700..900).contains(&kept));
+/// ```
+pub fn bernoulli_values<T: Real>(
+    rng: &mut impl Rng,
+    len: usize,
+    p: f64,
+    value: T,
+) -> Result<Vec<T>> {
     if !(0.0..=1.0).contains(&p) {
         return Err(Error::InvalidArgument(format!(
             "bernoulli: need 0 <= p <= 1, got {p}"
         )));
     }
-    let shape = shape.into();
-    let values = (0..shape.elem_count())
-        .map(|_| if rng.random::<f64>() < p { 1.0 } else { 0.0 })
-        .collect();
-    from_f64(values, shape, dtype, device)
+    /// Words read at a time.
+    const WORDS: usize = 256;
+    const SCALE: f64 = 1.0 / (1u64 << 53) as f64;
+    let (zero, mut words) = (T::from_f64(0.0), [0u64; WORDS]);
+    let mut out = Vec::with_capacity(len);
+    while out.len() < len {
+        let words = &mut words[..WORDS.min(len - out.len())];
+        rng.fill(words);
+        out.extend(words.iter().map(|&w| {
+            let u = (w >> 11) as f64 * SCALE;
+            if u < p { value } else { zero }
+        }));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+    use rand::RngCore;
 
     fn values(t: &Tensor) -> Vec<f64> {
         crate::to_f64_vec(t).unwrap()
@@ -173,6 +207,39 @@ mod tests {
         fn bernoulli_is_zero_or_one(seed in any::<u64>(), p in 0.0f64..=1.0) {
             let t = bernoulli(&mut Seed(seed).rng(), 64, p, DType::F32, &Device::Cpu).unwrap();
             prop_assert!(values(&t).iter().all(|&v| v == 0.0 || v == 1.0));
+        }
+    }
+
+    /// The bulk read gives the draws one `random::<f64>()` at a time gives, and leaves the
+    /// stream where they leave it: at every length around the 256-word reads, and from a stream
+    /// one 32-bit word into a block (so that words straddle the ChaCha blocks).
+    #[test]
+    fn bulk_bernoulli_draws_are_the_one_at_a_time_draws() {
+        for (len, offset) in [
+            (0, 0),
+            (1, 1),
+            (255, 0),
+            (256, 1),
+            (257, 0),
+            (1000, 1),
+            (6400, 0),
+        ] {
+            let (mut bulk, mut one) = (Seed(5).rng(), Seed(5).rng());
+            for rng in [&mut bulk, &mut one] {
+                for _ in 0..offset {
+                    rng.next_u32();
+                }
+            }
+            let drawn = bernoulli_values(&mut bulk, len, 0.3, 2.0f32).unwrap();
+            let expected: Vec<f32> = (0..len)
+                .map(|_| if one.random::<f64>() < 0.3 { 2.0 } else { 0.0 })
+                .collect();
+            assert_eq!(drawn, expected, "{len} draws, {offset} words in");
+            assert_eq!(
+                bulk.next_u32(),
+                one.next_u32(),
+                "the stream after {len} draws"
+            );
         }
     }
 

@@ -17,8 +17,14 @@
 //! reads it at every matrix product to decide how many blocks to cut the product into, and when
 //! it is unset it reads `/proc/cpuinfo` again at every product instead, which costs more than a
 //! small product itself (measured: `vadam-uci`'s quick profile 5× slower). Its value only
-//! changes how products are split, not their results. bdl never writes the environment of a
-//! running process (that is unsafe); `cargo xtask` runs itself again with the variable set.
+//! changes how products are split, not their results.
+//!
+//! One kind of candle's parallel work is outside the pool: candle 0.11 splits every elementwise
+//! map of 64 Ki numbers or more with a process-wide pool of its own, sized by
+//! `CANDLE_NUM_THREADS` (else `RAYON_NUM_THREADS`, else every core), whose threads spin between
+//! maps. A program that runs one model a core should set `CANDLE_NUM_THREADS=1`, so that no
+//! such thread competes with its own. bdl never writes the environment of a running process
+//! (that is unsafe); `cargo xtask` runs itself again with both variables set.
 
 use std::sync::Arc;
 
