@@ -178,7 +178,7 @@ pub fn bernoulli_values<T: Real>(
 mod tests {
     use super::*;
     use proptest::prelude::*;
-    use rand::RngCore;
+    use rand::{Rng, RngCore};
 
     fn values(t: &Tensor) -> Vec<f64> {
         crate::to_f64_vec(t).unwrap()
