@@ -53,22 +53,11 @@ mod tests {
                     bdl_tensor::bernoulli(&mut Seed(2).rng(), (37, 50), 1.0 - p, dtype, &device)
                         .unwrap();
                 let reference = m.affine((1.0 - p).recip(), 0.0).unwrap();
+                // f32 widens to f64 exactly (the sign of zero included), so equal f64 bits are
+                // equal bits in either dtype.
                 let bits = |t: &Tensor| -> Vec<u64> {
-                    let t = t.flatten_all().unwrap();
-                    match dtype {
-                        DType::F32 => t
-                            .to_vec1::<f32>()
-                            .unwrap()
-                            .iter()
-                            .map(|v| u64::from(v.to_bits()))
-                            .collect(),
-                        _ => t
-                            .to_vec1::<f64>()
-                            .unwrap()
-                            .iter()
-                            .map(|v| v.to_bits())
-                            .collect(),
-                    }
+                    let values = bdl_tensor::to_f64_vec(t).unwrap();
+                    values.iter().map(|v| v.to_bits()).collect()
                 };
                 assert_eq!(bits(&mask), bits(&reference), "{dtype:?}, p = {p}");
             }
