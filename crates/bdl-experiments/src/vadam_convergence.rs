@@ -1,18 +1,28 @@
 //! `vadam-convergence`: how fast VOGN, Vadam, BBVI and IVON train a classification MLP, and
 //! Vadam between inference and optimisation (Khan et al. 2018, §6.3 and §5).
 //!
-//! Protocol (ALGORITHMS.md §A, experiment 3): the presplit Australian credit set (345 training,
-//! 345 test examples, 14 scaled features), an MLP with one hidden layer of 64 ReLU units and one
-//! logit (Bernoulli likelihood), prior precision λ = 1, initial precision 10 (the Vadam code's
-//! `prec_init`), minibatches of 32, one weight sample per step, α = 0.01 for every method
-//! (Vadam's γ₁, γ₂ = 0.9, 0.999; VOGN's β = 0.01; BBVI's Adam with σ₀ = 10^{-1/2}, the
-//! initial precision's; IVON with its authors' β₁, β₂, h₀), fixed before any run. After every
-//! epoch: the test log-loss and accuracy of the predictive (16 weight samples) and the training
-//! time so far (evaluation excluded). Several restarts (seeds), mean ± standard error.
+//! Data and model (ALGORITHMS.md §A, experiment 3): the presplit Australian credit set (345
+//! training, 345 test examples, 14 scaled features), an MLP with one hidden layer of 64 ReLU
+//! units and one logit (Bernoulli likelihood), prior precision λ = 1. Two training protocols
+//! ([`Protocol`]), each with its own copy of the claim:
 //!
-//! Between inference and optimisation: Vadam with the KL weighted by τ ∈ {0, 0.25, 0.5, 0.75,
-//! 1} (τ = 1 variational inference, τ = 0 variational optimisation, σ = 0), its final test
-//! log-loss and accuracy against τ.
+//! - **common** (fixed before any run): initial precision 10 (the Vadam code's `prec_init` of
+//!   its UCI runs), minibatches of 32, one weight sample per step, α = 0.01 for every method
+//!   (Vadam's γ₁, γ₂ = 0.9, 0.999; VOGN's β = 0.01; BBVI's Adam with σ₀ = 10^{-1/2}, the
+//!   initial precision's; IVON with its authors' β₁, β₂, h₀), 16 test samples;
+//! - **authors'** (added after the common protocol's claim failed, its criterion fixed before
+//!   its first run): the settings of the Vadam authors' own example on this data set, initial
+//!   precision 1, minibatches of 128, 20 weight samples per step and 20 for the predictive,
+//!   α = 0.005 and γ₂ = 0.995 for every method (VOGN's β = 1 − γ₂; BBVI's Adam with betas
+//!   (0.9, 0.995) and σ₀ = 1; IVON its defaults but α).
+//!
+//! After every epoch: the test log-loss and accuracy of the predictive and the training time
+//! so far (evaluation excluded). Several restarts (seeds, the same initial means for both
+//! protocols), mean ± standard error.
+//!
+//! Between inference and optimisation (common protocol): Vadam with the KL weighted by
+//! τ ∈ {0, 0.25, 0.5, 0.75, 1} (τ = 1 variational inference, τ = 0 variational optimisation,
+//! σ = 0), its final test log-loss and accuracy against τ.
 
 use std::time::Instant;
 
@@ -48,34 +58,39 @@ pub(crate) const EXPERIMENT: Entry = Entry {
 struct Settings {
     widths: [usize; 3],
     prior_precision: f64,
-    init_precision: f64,
-    batch_size: usize,
     epochs: usize,
     restarts: usize,
-    methods: Vec<Method>,
-    /// The KL weights of Vadam's τ runs.
+    /// The training protocols, the common one first.
+    protocols: Vec<Protocol>,
+    /// The KL weights of Vadam's τ runs (common protocol).
     kl_weights: Vec<f64>,
-    /// Weight samples of the test predictive.
-    test_samples: usize,
     /// The claim compares the methods at this epoch (from 1).
     compare_at: usize,
 }
 
-impl Settings {
-    fn of(profile: Profile) -> Self {
-        let (epochs, restarts, kl_weights) = match profile {
-            Profile::Smoke => (4, 1, vec![0.0, 1.0]),
-            Profile::Quick => (60, 3, vec![0.0, 0.25, 0.5, 0.75, 1.0]),
-            Profile::Paper => (200, 10, vec![0.0, 0.25, 0.5, 0.75, 1.0]),
-        };
+/// How every method is trained and evaluated in one comparison.
+#[derive(Debug, Serialize)]
+struct Protocol {
+    name: &'static str,
+    init_precision: f64,
+    batch_size: usize,
+    /// Weight samples per step.
+    mc_samples: usize,
+    /// Weight samples of the test predictive.
+    test_samples: usize,
+    methods: Vec<Method>,
+}
+
+impl Protocol {
+    /// One α for every method, minibatches of 32, one sample a step (fixed before any run).
+    fn common() -> Self {
         let alpha = 0.01;
         Self {
-            widths: [14, 64, 1],
-            prior_precision: 1.0,
+            name: "common",
             init_precision: 10.0,
             batch_size: 32,
-            epochs,
-            restarts,
+            mc_samples: 1,
+            test_samples: 16,
             methods: vec![
                 Method::Vogn {
                     learning_rate: alpha,
@@ -90,8 +105,56 @@ impl Settings {
                 },
                 Method::ivon(alpha),
             ],
+        }
+    }
+
+    /// The Vadam authors' example on Australian (`pytorch/examples/binary_classification.py`
+    /// of their repository): precision 1, minibatches of 128, 20 samples a step and for the
+    /// predictive, α = 0.005 and γ₂ = 0.995, carried over to the other methods.
+    fn authors() -> Self {
+        let (alpha, gamma2) = (0.005, 0.995);
+        Self {
+            name: "authors'",
+            init_precision: 1.0,
+            batch_size: 128,
+            mc_samples: 20,
+            test_samples: 20,
+            methods: vec![
+                Method::Vogn {
+                    learning_rate: alpha,
+                    beta: 1.0 - gamma2,
+                },
+                Method::Vadam {
+                    learning_rate: alpha,
+                    beta1: 0.9,
+                    beta2: gamma2,
+                },
+                Method::Bbvi {
+                    learning_rate: alpha,
+                    beta1: 0.9,
+                    beta2: gamma2,
+                    init_std: 1.0,
+                },
+                Method::ivon(alpha),
+            ],
+        }
+    }
+}
+
+impl Settings {
+    fn of(profile: Profile) -> Self {
+        let (epochs, restarts, kl_weights) = match profile {
+            Profile::Smoke => (4, 1, vec![0.0, 1.0]),
+            Profile::Quick => (60, 3, vec![0.0, 0.25, 0.5, 0.75, 1.0]),
+            Profile::Paper => (200, 10, vec![0.0, 0.25, 0.5, 0.75, 1.0]),
+        };
+        Self {
+            widths: [14, 64, 1],
+            prior_precision: 1.0,
+            epochs,
+            restarts,
+            protocols: vec![Protocol::common(), Protocol::authors()],
             kl_weights,
-            test_samples: 16,
             compare_at: (epochs / 10).max(1),
         }
     }
@@ -100,6 +163,7 @@ impl Settings {
 /// One training run: a method (at a KL weight) and a restart, its curves.
 #[derive(Debug, Serialize)]
 struct Row {
+    protocol: String,
     method: String,
     kl_weight: f64,
     restart: usize,
@@ -117,38 +181,38 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let x = train.x().to_dtype(DType::F64)?;
     let x_test = test.x().to_dtype(DType::F64)?;
     let network = Network::from(Mlp::new(MlpSpec::new(&settings.widths, Activation::Relu))?);
-    // Every method at τ = 1, then Vadam at every other τ.
-    let mut jobs: Vec<(Method, f64, usize)> = Vec::new();
+    // Every protocol's methods at τ = 1, then Vadam at every other τ in the common protocol.
+    let mut jobs: Vec<(&Protocol, Method, f64, usize)> = Vec::new();
     for restart in 0..settings.restarts {
-        for method in &settings.methods {
-            jobs.push((method.clone(), 1.0, restart));
+        for protocol in &settings.protocols {
+            for method in &protocol.methods {
+                jobs.push((protocol, method.clone(), 1.0, restart));
+            }
         }
+        let common = &settings.protocols[0];
         for &tau in settings.kl_weights.iter().filter(|&&t| t != 1.0) {
-            jobs.push((
-                Method::vadam(settings.methods[1].learning_rate()),
-                tau,
-                restart,
-            ));
+            jobs.push((common, common.methods[1].clone(), tau, restart));
         }
     }
     let bar = ctx.bar(jobs.len() as u64, "fits");
-    let options = PredictOptions {
-        samples: settings.test_samples,
-        ..PredictOptions::default()
-    }
-    .check()?;
-    let rows = side_by_side(&jobs, |(method, tau, restart)| -> Result<Row> {
+    let rows = side_by_side(&jobs, |(protocol, method, tau, restart)| -> Result<Row> {
+        let options = PredictOptions {
+            samples: protocol.test_samples,
+            ..PredictOptions::default()
+        }
+        .check()?;
         let seed = Seed(*restart as u64).fork("vadam-convergence");
         let mu0 = network.init(seed.fork("init"), DType::F64, x.device())?;
         let config = VariationalConfig {
-            init_precision: Some(settings.init_precision),
+            init_precision: Some(protocol.init_precision),
             seed: seed.fork("train"),
             kl_weight: *tau,
+            mc_samples: protocol.mc_samples,
             ..VariationalConfig::new(
                 method.clone(),
                 settings.prior_precision,
                 settings.epochs,
-                settings.batch_size,
+                protocol.batch_size,
             )
         }
         .check()?;
@@ -183,12 +247,19 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 evaluating += at.elapsed().as_secs_f64();
             },
         )
-        .with_context(|| format!("{} τ = {tau}, restart {restart}", method.name()))?;
+        .with_context(|| {
+            format!(
+                "{} ({} protocol) τ = {tau}, restart {restart}",
+                method.name(),
+                protocol.name
+            )
+        })?;
         if let Some(e) = failure {
             return Err(e);
         }
         bar.inc(1);
         Ok(Row {
+            protocol: protocol.name.to_owned(),
             method: method.name().to_owned(),
             kl_weight: *tau,
             restart: *restart,
@@ -208,16 +279,27 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .figure("vadam-convergence.svg", figure(&rows, &settings).to_svg()))
 }
 
-/// The rows of `method` at KL weight `tau`.
-fn runs_of<'a>(rows: &'a [Row], method: &str, tau: f64) -> impl Iterator<Item = &'a Row> {
-    let method = method.to_owned();
+/// The rows of `method` at KL weight `tau` in `protocol`.
+fn runs_of<'a>(
+    rows: &'a [Row],
+    protocol: &'a Protocol,
+    method: &'a str,
+    tau: f64,
+) -> impl Iterator<Item = &'a Row> {
     rows.iter()
-        .filter(move |r| r.method == method && r.kl_weight == tau)
+        .filter(move |r| r.protocol == protocol.name && r.method == method && r.kl_weight == tau)
 }
 
 /// Mean ± standard error over restarts of `curve` at epoch index `e` (NaN when absent).
-fn at_epoch(rows: &[Row], method: &str, tau: f64, e: usize, curve: fn(&Row) -> &[f64]) -> MeanSe {
-    let values: Vec<f64> = runs_of(rows, method, tau)
+fn at_epoch(
+    rows: &[Row],
+    protocol: &Protocol,
+    method: &str,
+    tau: f64,
+    e: usize,
+    curve: fn(&Row) -> &[f64],
+) -> MeanSe {
+    let values: Vec<f64> = runs_of(rows, protocol, method, tau)
         .map(|r| curve(r).get(e).copied().unwrap_or(f64::NAN))
         .collect();
     MeanSe::of(&values)
@@ -235,116 +317,144 @@ fn seconds(r: &Row) -> &[f64] {
     &r.train_seconds
 }
 
-/// The method names in the rows' order.
-fn method_names(settings: &Settings) -> Vec<&'static str> {
-    settings.methods.iter().map(Method::name).collect()
+/// The method names of `protocol` in the rows' order.
+fn method_names(protocol: &Protocol) -> Vec<&'static str> {
+    protocol.methods.iter().map(Method::name).collect()
 }
 
 fn body(rows: &[Row], settings: &Settings, n_train: usize, n_test: usize) -> String {
     let (early, last) = (settings.compare_at - 1, settings.epochs - 1);
-    let mut t = Table::new([
-        "method".to_owned(),
-        format!("test log-loss, epoch {}", settings.compare_at),
-        format!("test log-loss, epoch {}", settings.epochs),
-        format!("accuracy, epoch {}", settings.epochs),
-        format!("training time of {} epochs (s)", settings.epochs),
-    ]);
-    for name in method_names(settings) {
-        t.row([
-            name.to_owned(),
-            format!("{:.4}", at_epoch(rows, name, 1.0, early, log_loss)),
-            format!("{:.4}", at_epoch(rows, name, 1.0, last, log_loss)),
-            format!("{:.3}", at_epoch(rows, name, 1.0, last, accuracy)),
-            format!("{:.2}", at_epoch(rows, name, 1.0, last, seconds)),
+    let mut text = format!(
+        "{n_train} training and {n_test} test examples; MLP {:?} (ReLU, one logit), λ = {}, \
+         {} epochs, {} restarts (mean ± standard error).\n",
+        settings.widths, settings.prior_precision, settings.epochs, settings.restarts,
+    );
+    for protocol in &settings.protocols {
+        let mut t = Table::new([
+            "method".to_owned(),
+            format!("test log-loss, epoch {}", settings.compare_at),
+            format!("test log-loss, epoch {}", settings.epochs),
+            format!("accuracy, epoch {}", settings.epochs),
+            format!("training time of {} epochs (s)", settings.epochs),
         ]);
+        for name in method_names(protocol) {
+            let at = |e, curve| at_epoch(rows, protocol, name, 1.0, e, curve);
+            t.row([
+                name.to_owned(),
+                format!("{:.4}", at(early, log_loss)),
+                format!("{:.4}", at(last, log_loss)),
+                format!("{:.3}", at(last, accuracy)),
+                format!("{:.2}", at(last, seconds)),
+            ]);
+        }
+        text += &format!(
+            "\n## The {} protocol\n\nInitial precision {}, minibatches of {}, {} weight \
+             sample(s) per step; the test predictive averages {} weight samples.\n\n{}",
+            protocol.name,
+            protocol.init_precision,
+            protocol.batch_size,
+            protocol.mc_samples,
+            protocol.test_samples,
+            t.to_markdown(),
+        );
     }
+    let common = &settings.protocols[0];
     let mut tau = Table::new(["τ", "test log-loss", "accuracy"]);
     for &k in &settings.kl_weights {
         tau.row([
             format!("{k}"),
-            format!("{:.4}", at_epoch(rows, "Vadam", k, last, log_loss)),
-            format!("{:.3}", at_epoch(rows, "Vadam", k, last, accuracy)),
+            format!("{:.4}", at_epoch(rows, common, "Vadam", k, last, log_loss)),
+            format!("{:.3}", at_epoch(rows, common, "Vadam", k, last, accuracy)),
         ]);
     }
-    format!(
-        "{n_train} training and {n_test} test examples; MLP {:?} (ReLU, one logit), λ = {}, \
-         initial precision {}, minibatches of {}, {} epochs, {} restarts (mean ± standard error); \
-         the test predictive averages {} weight samples.\n\n{}\n\
-         ## Vadam between inference (τ = 1) and optimisation (τ = 0), after {} epochs\n\n{}",
-        settings.widths,
-        settings.prior_precision,
-        settings.init_precision,
-        settings.batch_size,
+    text += &format!(
+        "\n## Vadam between inference (τ = 1) and optimisation (τ = 0), after {} epochs \
+         ({} protocol)\n\n{}",
         settings.epochs,
-        settings.restarts,
-        settings.test_samples,
-        t.to_markdown(),
-        settings.epochs,
+        common.name,
         tau.to_markdown()
-    )
+    );
+    text
 }
 
-/// The paper's convergence claim: at the comparison epoch (a tenth of the run), VOGN's and
-/// Vadam's mean test log-loss are below BBVI's.
+/// The paper's convergence claim, once per protocol: at the comparison epoch (a tenth of the
+/// run), VOGN's and Vadam's mean test log-loss are below BBVI's.
 fn claims(rows: &[Row], settings: &Settings) -> Vec<Claim> {
     let e = settings.compare_at - 1;
-    let loss = |name: &str| at_epoch(rows, name, 1.0, e, log_loss).mean;
-    let (vogn, vadam, bbvi) = (loss("VOGN"), loss("Vadam"), loss("BBVI"));
-    vec![Claim::new(
-        "VOGN and Vadam converge faster than BBVI",
-        format!(
-            "test log-loss after {} of {} epochs: VOGN {vogn:.4}, Vadam {vadam:.4}, BBVI {bbvi:.4}",
-            settings.compare_at, settings.epochs
-        ),
-        Verdict::new(
-            vogn < bbvi && vadam < bbvi,
-            format!(
-                "after a tenth of the epochs ({}), VOGN's and Vadam's mean test log-loss both \
-                 below BBVI's",
-                settings.compare_at
-            ),
-        ),
-    )]
+    settings
+        .protocols
+        .iter()
+        .map(|protocol| {
+            let loss = |name: &str| at_epoch(rows, protocol, name, 1.0, e, log_loss).mean;
+            let (vogn, vadam, bbvi) = (loss("VOGN"), loss("Vadam"), loss("BBVI"));
+            Claim::new(
+                format!(
+                    "VOGN and Vadam converge faster than BBVI ({} protocol)",
+                    protocol.name
+                ),
+                format!(
+                    "test log-loss after {} of {} epochs: VOGN {vogn:.4}, Vadam {vadam:.4}, \
+                     BBVI {bbvi:.4}",
+                    settings.compare_at, settings.epochs
+                ),
+                Verdict::new(
+                    vogn < bbvi && vadam < bbvi,
+                    format!(
+                        "after a tenth of the epochs ({}), VOGN's and Vadam's mean test \
+                         log-loss both below BBVI's",
+                        settings.compare_at
+                    ),
+                ),
+            )
+        })
+        .collect()
 }
 
 const COLORS: [&str; 4] = ["#d62728", "#1f77b4", "#2ca02c", "#9467bd"];
 
+/// A row of three panels per protocol (test log-loss and accuracy against epochs, test
+/// log-loss against training time), then Vadam against τ.
 fn figure(rows: &[Row], settings: &Settings) -> Figure {
     let epochs: Vec<f64> = (1..=settings.epochs).map(|e| e as f64).collect();
-    let mut by_epoch = Panel::new("test log-loss against epochs");
-    by_epoch.labels("epoch", "test log-loss");
-    let mut acc = Panel::new("test accuracy against epochs");
-    acc.labels("epoch", "accuracy");
-    let mut by_time = Panel::new("test log-loss against training time");
-    by_time.labels("seconds (one thread)", "test log-loss");
-    for (name, color) in method_names(settings).into_iter().zip(COLORS) {
-        let curve = |c: fn(&Row) -> &[f64]| -> (Vec<f64>, Vec<f64>, Vec<f64>) {
-            let stats: Vec<MeanSe> = (0..settings.epochs)
-                .map(|e| at_epoch(rows, name, 1.0, e, c))
-                .collect();
-            (
-                stats.iter().map(|s| s.mean).collect(),
-                stats.iter().map(|s| s.mean - s.se).collect(),
-                stats.iter().map(|s| s.mean + s.se).collect(),
-            )
-        };
-        let (loss, lo, hi) = curve(log_loss);
-        by_epoch
-            .band(&epochs, &lo, &hi, color)
-            .line(&epochs, &loss, color)
-            .legend(name, color);
-        let (a, lo, hi) = curve(accuracy);
-        acc.band(&epochs, &lo, &hi, color)
-            .line(&epochs, &a, color)
-            .legend(name, color);
-        let (time, _, _) = curve(seconds);
-        by_time.line(&time, &loss, color).legend(name, color);
+    let mut figure = Figure::new(3);
+    for protocol in &settings.protocols {
+        let title = |what: &str| format!("{what} ({} protocol)", protocol.name);
+        let mut by_epoch = Panel::new(title("test log-loss against epochs"));
+        by_epoch.labels("epoch", "test log-loss");
+        let mut acc = Panel::new(title("test accuracy against epochs"));
+        acc.labels("epoch", "accuracy");
+        let mut by_time = Panel::new(title("test log-loss against training time"));
+        by_time.labels("seconds (one thread)", "test log-loss");
+        for (name, color) in method_names(protocol).into_iter().zip(COLORS) {
+            let curve = |c: fn(&Row) -> &[f64]| -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+                let stats: Vec<MeanSe> = (0..settings.epochs)
+                    .map(|e| at_epoch(rows, protocol, name, 1.0, e, c))
+                    .collect();
+                (
+                    stats.iter().map(|s| s.mean).collect(),
+                    stats.iter().map(|s| s.mean - s.se).collect(),
+                    stats.iter().map(|s| s.mean + s.se).collect(),
+                )
+            };
+            let (loss, lo, hi) = curve(log_loss);
+            by_epoch
+                .band(&epochs, &lo, &hi, color)
+                .line(&epochs, &loss, color)
+                .legend(name, color);
+            let (a, lo, hi) = curve(accuracy);
+            acc.band(&epochs, &lo, &hi, color)
+                .line(&epochs, &a, color)
+                .legend(name, color);
+            let (time, _, _) = curve(seconds);
+            by_time.line(&time, &loss, color).legend(name, color);
+        }
+        figure = figure.panel(by_epoch).panel(acc).panel(by_time);
     }
-    let taus = &settings.kl_weights;
+    let (taus, common) = (&settings.kl_weights, &settings.protocols[0]);
     let last = settings.epochs - 1;
     let tau_curve = |c: fn(&Row) -> &[f64]| -> Vec<f64> {
         taus.iter()
-            .map(|&k| at_epoch(rows, "Vadam", k, last, c).mean)
+            .map(|&k| at_epoch(rows, common, "Vadam", k, last, c).mean)
             .collect()
     };
     let mut tau_loss = Panel::new("Vadam: test log-loss against τ");
@@ -357,20 +467,16 @@ fn figure(rows: &[Row], settings: &Settings) -> Figure {
         .labels("τ (0 optimisation, 1 inference)", "accuracy")
         .line(taus, &tau_curve(accuracy), COLORS[1])
         .points(taus, &tau_curve(accuracy), COLORS[1]);
-    Figure::new(3)
-        .panel(by_epoch)
-        .panel(acc)
-        .panel(by_time)
-        .panel(tau_loss)
-        .panel(tau_acc)
+    figure.panel(tau_loss).panel(tau_acc)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn row(method: &str, losses: &[f64]) -> Row {
+    fn row(protocol: &Protocol, method: &str, losses: &[f64]) -> Row {
         Row {
+            protocol: protocol.name.into(),
             method: method.into(),
             kl_weight: 1.0,
             restart: 0,
@@ -380,11 +486,12 @@ mod tests {
         }
     }
 
-    /// At the comparison epoch (the first of ten here) VOGN and Vadam below BBVI holds; one of
-    /// them above fails, whatever happens later.
+    /// At the comparison epoch (the sixth of sixty here) VOGN and Vadam below BBVI holds; one
+    /// of them above fails, whatever happens later; each protocol is judged on its own rows.
     #[test]
-    fn the_claim_compares_at_the_early_epoch() {
+    fn the_claim_compares_at_the_early_epoch_in_each_protocol() {
         let settings = Settings::of(Profile::Quick);
+        let [common, authors] = [&settings.protocols[0], &settings.protocols[1]];
         let e = settings.compare_at;
         let curve = |early: f64| {
             let mut c = vec![0.9; settings.epochs];
@@ -392,16 +499,14 @@ mod tests {
             c
         };
         let rows = [
-            row("VOGN", &curve(0.4)),
-            row("Vadam", &curve(0.45)),
-            row("BBVI", &curve(0.5)),
+            row(common, "VOGN", &curve(0.4)),
+            row(common, "Vadam", &curve(0.45)),
+            row(common, "BBVI", &curve(0.5)),
+            row(authors, "VOGN", &curve(0.4)),
+            row(authors, "Vadam", &curve(0.55)),
+            row(authors, "BBVI", &curve(0.5)),
         ];
-        assert!(claims(&rows, &settings)[0].holds);
-        let rows = [
-            row("VOGN", &curve(0.4)),
-            row("Vadam", &curve(0.55)),
-            row("BBVI", &curve(0.5)),
-        ];
-        assert!(!claims(&rows, &settings)[0].holds);
+        let holds: Vec<bool> = claims(&rows, &settings).iter().map(|c| c.holds).collect();
+        assert_eq!(holds, [true, false]);
     }
 }
