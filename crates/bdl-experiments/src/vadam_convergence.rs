@@ -418,12 +418,13 @@ fn figure(rows: &[Row], settings: &Settings) -> Figure {
     let epochs: Vec<f64> = (1..=settings.epochs).map(|e| e as f64).collect();
     let mut figure = Figure::new(3);
     for protocol in &settings.protocols {
-        let title = |what: &str| format!("{what} ({} protocol)", protocol.name);
-        let mut by_epoch = Panel::new(title("test log-loss against epochs"));
+        // Short titles: a panel is a third of the figure's width.
+        let title = |what: &str| format!("{what}, {} protocol", protocol.name);
+        let mut by_epoch = Panel::new(title("log-loss by epoch"));
         by_epoch.labels("epoch", "test log-loss");
-        let mut acc = Panel::new(title("test accuracy against epochs"));
+        let mut acc = Panel::new(title("accuracy by epoch"));
         acc.labels("epoch", "accuracy");
-        let mut by_time = Panel::new(title("test log-loss against training time"));
+        let mut by_time = Panel::new(title("log-loss by time"));
         by_time.labels("seconds (one thread)", "test log-loss");
         for (name, color) in method_names(protocol).into_iter().zip(COLORS) {
             let curve = |c: fn(&Row) -> &[f64]| -> (Vec<f64>, Vec<f64>, Vec<f64>) {
