@@ -141,6 +141,16 @@ impl Protocol {
     }
 }
 
+impl Protocol {
+    /// The protocol's Vadam (its τ runs vary the KL weight of this one).
+    fn vadam(&self) -> &Method {
+        self.methods
+            .iter()
+            .find(|m| matches!(m, Method::Vadam { .. }))
+            .expect("every protocol trains Vadam")
+    }
+}
+
 impl Settings {
     fn of(profile: Profile) -> Self {
         let (epochs, restarts, kl_weights) = match profile {
@@ -191,7 +201,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         }
         let common = &settings.protocols[0];
         for &tau in settings.kl_weights.iter().filter(|&&t| t != 1.0) {
-            jobs.push((common, common.methods[1].clone(), tau, restart));
+            jobs.push((common, common.vadam().clone(), tau, restart));
         }
     }
     let bar = ctx.bar(jobs.len() as u64, "fits");
