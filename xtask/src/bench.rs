@@ -270,8 +270,8 @@ fn variational_epochs() -> Result<()> {
 /// Where a Vadam epoch's extra cost goes: the work of a Vadam step besides the network's
 /// gradient (draw ε and θ = μ + σ∘ε, record ĝ and ĝ∘ĝ, update m, s and μ, refresh σ; the
 /// public [`bdl_variational::Online`] loop) against the work of an Adam step besides it (its
-/// update of the 3,051 parameters of the MLP 8-50-50-1, with the Trainer's ĝ/M + λ̃θ), at a
-/// fixed gradient. No target: the line shows how much of the epochs' gap above is this work.
+/// update of the 3,051 parameters of the MLP 8-50-50-1, with the Trainer's ĝ/M + λ̃θ and its
+/// finite check), at a fixed gradient. No target: the line shows how much of the epochs' gap above is this work.
 fn vadam_own_work() -> Result<()> {
     use bdl_inference::{Optimizer, OptimizerState};
     use bdl_variational::{Method, Online, VariationalConfig};
@@ -280,7 +280,7 @@ fn vadam_own_work() -> Result<()> {
     let config = VariationalConfig::new(Method::vadam(1e-3), 1.0, 1, 32).check()?;
     let mut vadam = Online::new(vec![0.0; d], 1000, &config)?;
     let mut adam = OptimizerState::new(Optimizer::default(), d);
-    let mut theta = vec![0.0; d];
+    let (mut theta, mut step) = (vec![0.0; d], vec![0.0; d]);
     cost_ratio(
         "Vadam's own work in a step vs Adam's, besides the gradient (the MLP's 3,051 parameters)",
         None,
@@ -291,12 +291,11 @@ fn vadam_own_work() -> Result<()> {
             Ok(())
         },
         || {
-            let step: Vec<f64> = grad
-                .iter()
-                .zip(&theta)
-                .map(|(g, t)| g / 32.0 + 1e-3 * t)
-                .collect();
+            for ((s, g), t) in step.iter_mut().zip(&grad).zip(&theta) {
+                *s = g / 32.0 + 1e-3 * t;
+            }
             adam.step(&mut theta, &step, 1e-3);
+            ensure!(bdl_tensor::all_finite(&theta), "Adam diverged");
             Ok(())
         },
     )

@@ -122,28 +122,29 @@ impl OptimizerState {
             grad.len()
         );
         self.t += 1;
-        match self.rule {
-            Optimizer::Adam { beta1, beta2, eps } => {
-                let (c1, c2) = (1.0 - beta1.powi(self.t), 1.0 - beta2.powi(self.t));
-                for (((t, &g), m), v) in theta
-                    .iter_mut()
-                    .zip(grad)
-                    .zip(&mut self.first)
-                    .zip(&mut self.second)
-                {
-                    *m = beta1 * *m + (1.0 - beta1) * g;
-                    *v = beta2 * *v + (1.0 - beta2) * g * g;
-                    *t -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+        let (t, first, second) = (self.t, &mut self.first, &mut self.second);
+        // Vector lanes over the parameters; every operation is correctly rounded and none is
+        // fused, so each path gives the same bits.
+        bdl_tensor::vectorized(
+            #[inline(always)]
+            || match self.rule {
+                Optimizer::Adam { beta1, beta2, eps } => {
+                    let (c1, c2) = (1.0 - beta1.powi(t), 1.0 - beta2.powi(t));
+                    for (((t, &g), m), v) in theta.iter_mut().zip(grad).zip(first).zip(second) {
+                        *m = beta1 * *m + (1.0 - beta1) * g;
+                        *v = beta2 * *v + (1.0 - beta2) * g * g;
+                        *t -= lr * (*m / c1) / ((*v / c2).sqrt() + eps);
+                    }
                 }
-            }
-            Optimizer::Sgd { momentum } => {
-                let first_step = self.t == 1;
-                for ((t, &g), b) in theta.iter_mut().zip(grad).zip(&mut self.first) {
-                    *b = if first_step { g } else { momentum * *b + g };
-                    *t -= lr * *b;
+                Optimizer::Sgd { momentum } => {
+                    let first_step = t == 1;
+                    for ((t, &g), b) in theta.iter_mut().zip(grad).zip(first) {
+                        *b = if first_step { g } else { momentum * *b + g };
+                        *t -= lr * *b;
+                    }
                 }
-            }
-        }
+            },
+        );
     }
 }
 

@@ -96,18 +96,17 @@ impl<'a, M: Model> Trainer<'a, M> {
                 }
                 Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
             };
-            let sum = self
+            // The summed gradient becomes the step's ĝ/B + λ̃θ in place.
+            let mut grad = self
                 .model
                 .loss_gradient(&theta, xb, Some(&mut self.dropout), output_gradient, false)?
                 .sum;
             let b = xb.dims()[0] as f64;
-            let grad: Vec<f64> = sum
-                .iter()
-                .zip(&self.theta)
-                .map(|(g, t)| g / b + lambda_per_example * t)
-                .collect();
+            for (g, t) in grad.iter_mut().zip(&self.theta) {
+                *g = *g / b + lambda_per_example * t;
+            }
             self.optimizer.step(&mut self.theta, &grad, lr);
-            if self.theta.iter().any(|t| !t.is_finite()) {
+            if !bdl_tensor::all_finite(&self.theta) {
                 return Err(diverged);
             }
             theta = self.theta()?;

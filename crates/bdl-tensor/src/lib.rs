@@ -39,7 +39,7 @@ mod threads;
 pub use candle_core::{DType, Device, Tensor};
 pub use custom::run_on_reals;
 pub use error::{Error, Result};
-pub use finite::{check_finite, check_shape};
+pub use finite::{all_finite, check_finite, check_shape};
 pub use gather::{GatherIndex, gather_columns, scatter_add_columns};
 pub use gaussian::{standard_normal_cdf, standard_normals};
 pub use interop::{Elements, elements, from_mat, to_f64_vec, to_mat, with_mat_ref};

@@ -269,15 +269,6 @@ fn softplus_and_slope(r: f64) -> (f64, f64) {
     if r > 30.0 { (r, 1.0) } else { (ln_1p, e / u) }
 }
 
-/// Whether every value is finite: one vectorised pass without an early exit (the values are
-/// finite but for a divergence).
-fn all_finite(values: &[f64]) -> bool {
-    bdl_tensor::vectorized(
-        #[inline(always)]
-        || values.iter().fold(true, |all, v| all & v.is_finite()),
-    )
-}
-
 /// num / den, and 0 for 0 / 0: with τ = 0 nothing bounds a denominator away from zero, and a
 /// parameter whose curvature is exactly zero (a dead unit) also has a zero gradient, so it
 /// stays where it is.
@@ -518,14 +509,14 @@ impl State {
         (self.sd, self.sd_slope) = (sigma, slope);
         self.refresh_sigma();
         let name = self.method.name();
-        if !all_finite(&self.mu) {
+        if !bdl_tensor::all_finite(&self.mu) {
             return Err(Error::Diverged {
                 method: name,
                 step: self.t,
                 what: "mean",
             });
         }
-        if !all_finite(&self.s) {
+        if !bdl_tensor::all_finite(&self.s) {
             return Err(Error::Diverged {
                 method: name,
                 step: self.t,

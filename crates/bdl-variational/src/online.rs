@@ -65,13 +65,19 @@ impl Drop for Draw {
 }
 
 /// sum += x elementwise, or sum = x when `first` (an empty `sum`, a mean the method does not use,
-/// stays empty).
+/// stays empty), in the widest vector instructions.
+#[inline(always)]
 fn add_or_set(sum: &mut [f64], first: bool, x: impl Iterator<Item = f64>) {
-    if first {
-        sum.iter_mut().zip(x).for_each(|(sum, x)| *sum = x);
-    } else {
-        sum.iter_mut().zip(x).for_each(|(sum, x)| *sum += x);
-    }
+    bdl_tensor::vectorized(
+        #[inline(always)]
+        || {
+            if first {
+                sum.iter_mut().zip(x).for_each(|(sum, x)| *sum = x);
+            } else {
+                sum.iter_mut().zip(x).for_each(|(sum, x)| *sum += x);
+            }
+        },
+    );
 }
 
 impl Online {
@@ -157,8 +163,8 @@ impl Online {
         };
         length("gradient", grad.len())?;
         length("draw", draw.eps.len())?;
-        // The first draw of a step sets the sums, so nothing is zeroed between steps; one pass
-        // over zipped slices per mean the method uses, which the compiler vectorises.
+        // The first draw of a step sets the sums, so nothing is zeroed between steps; one
+        // vectorised pass over zipped slices per mean the method uses.
         let first = self.draws == 0;
         let o = &mut self.observed;
         if self.curvature != Curvature::None {
@@ -192,7 +198,10 @@ impl Online {
         if self.draws > 1 {
             let o = &mut self.observed;
             for v in [&mut o.g, &mut o.g_sq, &mut o.g_eps, &mut o.h] {
-                v.iter_mut().for_each(|v| *v /= samples);
+                bdl_tensor::vectorized(
+                    #[inline(always)]
+                    || v.iter_mut().for_each(|v| *v /= samples),
+                );
             }
         }
         self.steps += 1;

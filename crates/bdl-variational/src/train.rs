@@ -204,7 +204,10 @@ pub fn fit_monitored(
                 let theta = Tensor::from_slice(&draw.theta, d, device)?.to_dtype(dtype)?;
                 // The network's products are sums over the minibatch: the means are / M.
                 let mean = |mut sum: Vec<f64>| -> Vec<f64> {
-                    sum.iter_mut().for_each(|v| *v /= m);
+                    bdl_tensor::vectorized(
+                        #[inline(always)]
+                        || sum.iter_mut().for_each(|v| *v /= m),
+                    );
                     sum
                 };
                 let (g, h) = if curvature == Curvature::GgnDiagonal {
