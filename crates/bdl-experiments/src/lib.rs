@@ -89,6 +89,8 @@ pub struct Context {
     pub quiet: bool,
     /// Whether this run is one shard of a run spread over machines, or their merge.
     pub sharding: Sharding,
+    /// The saved units this run computed and read back, for its report.
+    pub tally: std::sync::Arc<units::Tally>,
 }
 
 impl Context {
@@ -270,6 +272,7 @@ pub fn run_sharded(
         data: profile.data_root(),
         quiet,
         sharding,
+        tally: Default::default(),
     };
     let start = Instant::now();
     let outcome = experiment.run(&ctx).with_context(|| {
@@ -280,7 +283,11 @@ pub fn run_sharded(
         )
     })?;
     let wall = start.elapsed().as_secs_f64();
-    report::write(&dir, experiment.name(), profile, wall, &outcome)?;
+    let run = report::RunStats {
+        wall_time_s: wall,
+        units: ctx.tally.counts(),
+    };
+    report::write(&dir, experiment.name(), profile, run, &outcome)?;
     Ok((outcome, wall))
 }
 

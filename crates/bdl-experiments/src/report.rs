@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
+use crate::units::UnitCounts;
 use crate::{Claim, Profile, claim};
 
 /// What an experiment produced: its settings, result rows, tables, claims and figures.
@@ -101,6 +102,10 @@ pub struct Results {
     pub revision: String,
     /// The wall time of the run in seconds.
     pub wall_time_s: f64,
+    /// The saved units (paper profile, merges) the run computed and read back; absent when
+    /// it saved none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub units: Option<UnitCounts>,
     /// The settings.
     pub settings: serde_json::Value,
     /// The claims.
@@ -109,13 +114,22 @@ pub struct Results {
     pub rows: serde_json::Value,
 }
 
+/// What a run measured of itself.
+#[derive(Clone, Copy, Debug)]
+pub struct RunStats {
+    /// The wall time in seconds.
+    pub wall_time_s: f64,
+    /// Its saved units, computed and read back ([`Tally::counts`](crate::units::Tally::counts)).
+    pub units: Option<UnitCounts>,
+}
+
 /// Writes the outcome of `experiment` under `dir`: `results.json`, `table.md` and the figures;
 /// for a shard, only `shard-K-of-N.json`.
 pub fn write(
     dir: &Path,
     experiment: &str,
     profile: Profile,
-    wall_time_s: f64,
+    run: RunStats,
     outcome: &Outcome,
 ) -> Result<()> {
     if let Some(shard) = &outcome.shard {
@@ -126,7 +140,8 @@ pub fn write(
         experiment: experiment.to_owned(),
         profile,
         revision: revision(),
-        wall_time_s,
+        wall_time_s: run.wall_time_s,
+        units: run.units,
         settings: outcome.settings.clone(),
         claims: outcome.claims.clone(),
         rows: outcome.rows.clone(),
@@ -168,6 +183,23 @@ fn revision() -> String {
         .unwrap_or_else(|| "unknown".to_owned())
 }
 
+/// The run's wall time, and, when it read saved units back, how many: their time is the
+/// earlier runs'.
+fn run_time(results: &Results) -> String {
+    let wall = format!("{:.0} s", results.wall_time_s);
+    match results.units {
+        Some(UnitCounts {
+            computed,
+            read_back,
+        }) if read_back > 0 => format!(
+            "{wall}, having read back {read_back} of its {} units from earlier runs (their \
+             time is not in this)",
+            computed + read_back
+        ),
+        _ => wall,
+    }
+}
+
 /// Writes `out/index.md`: every experiment's claims for every profile that has results under
 /// `out/<experiment>/<profile>/results.json`; returns the path.
 pub fn write_index(out: &Path, experiments: &[&str]) -> Result<PathBuf> {
@@ -189,11 +221,11 @@ pub fn write_index(out: &Path, experiments: &[&str]) -> Result<PathBuf> {
             held += ok;
             total += results.claims.len();
             md.push_str(&format!(
-                "\n## `{name}` ({} profile): {ok} of {} claims hold\n\nRevision {}, {:.0} s.\n\n{}",
+                "\n## `{name}` ({} profile): {ok} of {} claims hold\n\nRevision {}, {}.\n\n{}",
                 profile.name(),
                 results.claims.len(),
                 results.revision,
-                results.wall_time_s,
+                run_time(&results),
                 claim::table(&results.claims)
             ));
         }

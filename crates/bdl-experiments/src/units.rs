@@ -16,11 +16,13 @@
 //! one is an error naming it and the shard that computes it).
 
 use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use anyhow::{Context as _, Result};
 use bdl_inference::Posterior;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
 
 use crate::report::ShardReport;
 use crate::{Context, Outcome, Profile, Sharding};
@@ -32,6 +34,36 @@ pub struct Units {
     settings: serde_json::Value,
     quiet: bool,
     sharding: Sharding,
+    tally: Arc<Tally>,
+}
+
+/// How many saved units a run computed and how many it read back from earlier runs (a
+/// resumed run, a merge), over every [`Units`] of its [`Context`]: the run's wall time covers
+/// only the first.
+#[derive(Debug, Default)]
+pub struct Tally {
+    computed: AtomicUsize,
+    read_back: AtomicUsize,
+}
+
+impl Tally {
+    /// The counts so far; `None` when the run saved no units (a quick or smoke run).
+    pub fn counts(&self) -> Option<UnitCounts> {
+        let counts = UnitCounts {
+            computed: self.computed.load(Ordering::Relaxed),
+            read_back: self.read_back.load(Ordering::Relaxed),
+        };
+        (counts.computed + counts.read_back > 0).then_some(counts)
+    }
+}
+
+/// A run's saved units: computed by it, or read back from an earlier run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnitCounts {
+    /// Units this run computed (and saved).
+    pub computed: usize,
+    /// Units read back, computed by earlier runs whose time is not in this run's.
+    pub read_back: usize,
 }
 
 /// What a unit's file holds.
@@ -56,6 +88,7 @@ impl Units {
             settings: serde_json::to_value(settings)?,
             quiet: ctx.quiet,
             sharding: ctx.sharding,
+            tally: ctx.tally.clone(),
         })
     }
 
@@ -112,7 +145,10 @@ impl Units {
         let path = dir.join(format!("{key}.json"));
         let problem = match std::fs::read(&path) {
             Ok(bytes) => match serde_json::from_slice::<Saved<R>>(&bytes) {
-                Ok(saved) if saved.settings == self.settings => return Ok(saved.result),
+                Ok(saved) if saved.settings == self.settings => {
+                    self.tally.read_back.fetch_add(1, Ordering::Relaxed);
+                    return Ok(saved.result);
+                }
                 Ok(_) => "saved under other settings".to_owned(),
                 Err(e) => format!("unreadable ({e})"),
             },
@@ -135,6 +171,7 @@ impl Units {
         };
         bdl_tensor::write_atomically(&path, &serde_json::to_vec(&saved)?)
             .with_context(|| format!("saving unit {key}"))?;
+        self.tally.computed.fetch_add(1, Ordering::Relaxed);
         Ok(saved.result)
     }
 
@@ -198,6 +235,7 @@ mod tests {
             data: dir.to_path_buf(),
             quiet: true,
             sharding: Sharding::All,
+            tally: Default::default(),
         }
     }
 
@@ -214,10 +252,17 @@ mod tests {
                 })
                 .unwrap()
         };
-        let paper = Units::new(&ctx(&dir, Profile::Paper), &("settings", 1)).unwrap();
+        let paper_ctx = ctx(&dir, Profile::Paper);
+        let paper = Units::new(&paper_ctx, &("settings", 1)).unwrap();
+        assert_eq!(paper_ctx.tally.counts(), None);
         assert_eq!(unit(&paper, 7), [7]);
         assert_eq!(unit(&paper, 8), [7], "read back, not recomputed");
         assert_eq!(calls.get(), 1);
+        let counts = UnitCounts {
+            computed: 1,
+            read_back: 1,
+        };
+        assert_eq!(paper_ctx.tally.counts(), Some(counts));
         // Other settings, or a damaged file: recomputed and replaced.
         let other = Units::new(&ctx(&dir, Profile::Paper), &("settings", 2)).unwrap();
         assert_eq!(unit(&other, 9), [9]);
@@ -227,10 +272,12 @@ mod tests {
         assert_eq!(unit(&other, 10), [10]);
         assert_eq!(unit(&other, 11), [10]);
         assert_eq!(calls.get(), 3);
-        // The quick profile never saves or reads.
-        let quick = Units::new(&ctx(&dir, Profile::Quick), &("settings", 2)).unwrap();
+        // The quick profile never saves or reads, and counts no units.
+        let quick_ctx = ctx(&dir, Profile::Quick);
+        let quick = Units::new(&quick_ctx, &("settings", 2)).unwrap();
         assert_eq!(unit(&quick, 12), [12]);
         assert_eq!(calls.get(), 4);
+        assert_eq!(quick_ctx.tally.counts(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1,10 +1,13 @@
 //! A run spread over machines gives the unsharded run's results: three shards of `laplace-uci`
 //! (smoke profile, four splits), their units gathered in one folder and merged, equal the run
-//! on one machine, row for row; a shard writes no results; a merge with a unit missing fails and
+//! on one machine, row for row, and the merge's results and the claims index say that it read
+//! its units back; a shard writes no results; a merge with a unit missing fails and
 //! names it; an experiment without units refuses to shard; and the other experiments made of
 //! units (`vadam-rl`, `vadam-uci`, `gibbs-mnist`, `gibbs-augment`) merge from two shards to
 //! their unsharded rows, each shard listing only its own units.
 
+use bdl_experiments::report::{Results, write_index};
+use bdl_experiments::units::UnitCounts;
 use bdl_experiments::{Profile, Sharding, find, run_sharded};
 
 fn scratch(name: &str) -> std::path::PathBuf {
@@ -51,6 +54,27 @@ fn three_shards_merged_equal_the_unsharded_run() {
         run_sharded(experiment, Profile::Smoke, &many, true, Sharding::Merge).unwrap();
     assert_eq!(merged.rows, whole.rows);
     assert_eq!(merged.claims, whole.claims);
+    // The merge computed no unit and says so: its seconds are not the run's.
+    let results = |out: &std::path::Path| -> Results {
+        let path = out.join("laplace-uci").join("smoke").join("results.json");
+        serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
+    };
+    let counts = UnitCounts {
+        computed: 0,
+        read_back: 4,
+    };
+    assert_eq!(results(&many).units, Some(counts));
+    assert_eq!(
+        results(&one).units,
+        None,
+        "an unsharded smoke run saves no units"
+    );
+    let index = write_index(&many, &["laplace-uci"]).unwrap();
+    let index = std::fs::read_to_string(index).unwrap();
+    assert!(
+        index.contains("having read back 4 of its 4 units"),
+        "{index}"
+    );
 
     // One unit gone: the merge names it.
     let gone = units.join(format!("{}.json", computed[0]));
