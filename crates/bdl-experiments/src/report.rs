@@ -192,8 +192,8 @@ fn run_time(results: &Results) -> String {
             computed,
             read_back,
         }) if read_back > 0 => format!(
-            "{wall}, having read back {read_back} of its {} units from earlier runs (their \
-             time is not in this)",
+            "{wall}; {read_back} of its {} units were read back from earlier runs, whose time \
+             these seconds do not include",
             computed + read_back
         ),
         _ => wall,

@@ -72,7 +72,7 @@ fn three_shards_merged_equal_the_unsharded_run() {
     let index = write_index(&many, &["laplace-uci"]).unwrap();
     let index = std::fs::read_to_string(index).unwrap();
     assert!(
-        index.contains("having read back 4 of its 4 units"),
+        index.contains("4 of its 4 units were read back from earlier runs"),
         "{index}"
     );
 
