@@ -271,7 +271,8 @@ fn variational_epochs() -> Result<()> {
 /// gradient (draw ε and θ = μ + σ∘ε, record ĝ and ĝ∘ĝ, update m, s and μ, refresh σ; the
 /// public [`bdl_variational::Online`] loop) against the work of an Adam step besides it (its
 /// update of the 3,051 parameters of the MLP 8-50-50-1, with the Trainer's ĝ/M + λ̃θ and its
-/// finite check), at a fixed gradient. No target: the line shows how much of the epochs' gap above is this work.
+/// finite check), at a fixed gradient. No target: the line shows how much of the epochs' gap
+/// above is this work.
 fn vadam_own_work() -> Result<()> {
     use bdl_inference::{Optimizer, OptimizerState};
     use bdl_variational::{Method, Online, VariationalConfig};
