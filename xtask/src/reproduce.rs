@@ -91,11 +91,10 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
             );
             continue;
         }
-        let held = outcome.claims.iter().filter(|c| c.holds).count();
         eprintln!(
-            "reproduce {}: {held} of {} claims hold; done in {wall:.1} s",
+            "reproduce {}: {}; done in {wall:.1} s",
             experiment.name(),
-            outcome.claims.len()
+            bdl_experiments::claim::summary(&outcome.claims)
         );
     }
     let names: Vec<&str> = bdl_experiments::experiments()

@@ -205,10 +205,11 @@ fn run_time(results: &Results) -> String {
 pub fn write_index(out: &Path, experiments: &[&str]) -> Result<PathBuf> {
     let mut md = String::from(
         "# Claims index\n\nEvery claim of the reproduced papers, the paper's statement beside our \
-         result, and whether it held, by experiment and profile. Each experiment's \
+         result, the paper's own words and the verdict (holds, fails or undecided), by experiment \
+         and profile. Each experiment's \
          `table.md` has the details.\n",
     );
-    let (mut held, mut total) = (0, 0);
+    let mut all = Vec::new();
     for name in experiments {
         for profile in Profile::ALL {
             let path = out.join(name).join(profile.name()).join("results.json");
@@ -217,21 +218,23 @@ pub fn write_index(out: &Path, experiments: &[&str]) -> Result<PathBuf> {
             };
             let results: Results = serde_json::from_slice(&bytes)
                 .with_context(|| format!("reading {}", path.display()))?;
-            let ok = results.claims.iter().filter(|c| c.holds).count();
-            held += ok;
-            total += results.claims.len();
             md.push_str(&format!(
-                "\n## `{name}` ({} profile): {ok} of {} claims hold\n\nRevision {}, {}.\n\n{}",
+                "\n## `{name}` ({} profile): {}\n\nRevision {}, {}.\n\n{}",
                 profile.name(),
-                results.claims.len(),
+                claim::summary(&results.claims),
                 results.revision,
                 run_time(&results),
                 claim::table(&results.claims)
             ));
+            all.extend(results.claims);
         }
     }
-    let summary = format!("\n{held} of {total} claims hold over the runs listed.\n");
-    md.push_str(&summary);
+    md.push_str(&format!(
+        "\nOver the runs listed: {}. A claim is undecided when the difference that decides it \
+         is within one standard error of zero, or the run has fewer replicates than its \
+         criterion needs.\n",
+        claim::summary(&all)
+    ));
     let path = out.join("index.md");
     write_file(&path, md.as_bytes())?;
     Ok(path)

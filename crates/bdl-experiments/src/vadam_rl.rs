@@ -24,6 +24,8 @@ mod pendulum;
 
 use std::time::Instant;
 
+use std::collections::BTreeMap;
+
 use anyhow::{Context as _, Result};
 use bdl_eval::metrics::MeanSe;
 use bdl_eval::plot::{Figure, PALETTE, Panel};
@@ -35,7 +37,7 @@ use serde::{Deserialize, Serialize};
 
 use self::ddpg::{Agent, DdpgConfig, Exploration};
 use self::pendulum::{EPISODE, OBSERVATION, Pendulum};
-use crate::claim::{Claim, Verdict};
+use crate::claim::{self, Cite, Claim, Measured, Paper, Verdict};
 use crate::concurrency::side_by_side;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
@@ -313,27 +315,55 @@ fn body(runs: &[Run], settings: &Settings) -> String {
     )
 }
 
+/// The paper's statement the claim tests.
+const EXPLORATION: Cite = Cite {
+    paper: Paper::Khan2018,
+    place: "Abstract",
+    quote: "the weight-perturbation in our algorithm could be useful for exploration in \
+            reinforcement learning",
+};
+
+/// The early returns (the mean actor's, over the first half of training) of exploration
+/// `name`, by seed.
+fn early_by_seed(runs: &[Run], name: &str) -> BTreeMap<usize, f64> {
+    runs_of(runs, name)
+        .into_iter()
+        .map(|r| (r.seed, early(r)))
+        .collect()
+}
+
 /// The paper's claim: weight perturbation from Vadam and from VadaGrad learns faster than no
-/// exploration, decided on the mean actor's return over the first half of training.
+/// exploration, decided on the mean actor's return over the first half of training, paired by
+/// seed (the seed fixes the start states and the critic's initialisation).
 fn claims(runs: &[Run], settings: &Settings) -> Vec<Claim> {
-    let early_of = |e: &Exploration| over_seeds(&runs_of(runs, &e.name()), early);
-    let plain = early_of(&settings.explorations[0]);
-    let noisy: Vec<(String, MeanSe)> = settings.explorations[2..]
-        .iter()
-        .map(|e| (e.name(), early_of(e)))
-        .collect();
-    let ours = noisy
-        .iter()
-        .map(|(name, v)| format!("{name} {v:.1}"))
-        .collect::<Vec<_>>()
-        .join(", ");
+    let plain = early_by_seed(runs, &settings.explorations[0].name());
+    let mut parts = Vec::new();
+    let mut ours = Vec::new();
+    for e in &settings.explorations[2..] {
+        let noisy = early_by_seed(runs, &e.name());
+        let (a, b): (Vec<f64>, Vec<f64>) = noisy
+            .iter()
+            .filter_map(|(seed, v)| plain.get(seed).map(|p| (*v, *p)))
+            .unzip();
+        let d = Measured::paired(&a, &b);
+        parts.push(claim::decide_positive(d));
+        ours.push(format!("{} − no noise {d:.1}", e.name()));
+    }
+    let plain_mean = Measured::of(&plain.values().copied().collect::<Vec<_>>());
     vec![Claim::new(
+        EXPLORATION,
         "exploring by Vadam's and VadaGrad's weight perturbation learns faster than no noise",
-        format!("mean-actor return over the first half of training: {ours}; no noise {plain:.1}"),
+        format!(
+            "mean-actor return over the first half of training, paired by seed: {} (no noise \
+             {plain_mean:.1}, {} seeds)",
+            ours.join(", "),
+            plain.len()
+        ),
         Verdict::new(
-            noisy.iter().all(|(_, v)| v.mean > plain.mean),
-            "each weight-noise rule's mean (over seeds) of the mean-actor return averaged over \
-             the first half of training above no noise's",
+            claim::all(&parts),
+            "for each weight-noise rule, the mean over seeds of its paired difference to no \
+             noise in the mean-actor return averaged over the first half of training positive \
+             by more than one standard error (undecided within one)",
         ),
     )]
 }
@@ -381,11 +411,12 @@ fn figure(runs: &[Run], settings: &Settings) -> Figure {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claim::Decision;
 
-    fn run(method: &str, eval: &[f64]) -> Run {
+    fn run(method: &str, seed: usize, eval: &[f64]) -> Run {
         Run {
             method: method.into(),
-            seed: 0,
+            seed,
             train_returns: vec![-1000.0; 4],
             eval_returns: eval.to_vec(),
             mean_sigma: vec![0.0; 4],
@@ -403,20 +434,37 @@ mod tests {
             .iter()
             .map(Exploration::name)
             .collect();
-        // Evaluations at 0, 1, 2, 3, 4 episodes: the first half is those after 1 and 2.
+        // Evaluations at 0, 1, 2, 3, 4 episodes: the first half is those after 1 and 2. Two
+        // seeds, the second 10 higher everywhere.
         let rows = |vadam_early: f64| {
-            vec![
-                run(&names[0], &[-1500.0, -1200.0, -1100.0, -200.0, -150.0]),
-                run(&names[1], &[-1500.0, -1300.0, -1300.0, -900.0, -900.0]),
-                run(
-                    &names[2],
-                    &[-9000.0, vadam_early, vadam_early, -900.0, -900.0],
-                ),
-                run(&names[3], &[-1500.0, -700.0, -600.0, -900.0, -900.0]),
-            ]
+            let mut runs = Vec::new();
+            for (seed, up) in [(0, 0.0), (1, 10.0)] {
+                let add = |v: &[f64]| v.iter().map(|x| x + up).collect::<Vec<_>>();
+                runs.push(run(
+                    &names[0],
+                    seed,
+                    &add(&[-1500.0, -1200.0, -1100.0, -200.0, -150.0]),
+                ));
+                runs.push(run(
+                    &names[1],
+                    seed,
+                    &add(&[-1500.0, -1300.0, -1300.0, -900.0, -900.0]),
+                ));
+                let vadam = [-9000.0, vadam_early, vadam_early + 2.0 * up, -900.0, -900.0];
+                runs.push(run(&names[2], seed, &vadam));
+                runs.push(run(
+                    &names[3],
+                    seed,
+                    &add(&[-1500.0, -700.0, -600.0, -900.0, -900.0]),
+                ));
+            }
+            runs
         };
-        assert!(claims(&rows(-800.0), &settings)[0].holds);
-        assert!(!claims(&rows(-1160.0), &settings)[0].holds);
+        let verdict = |v: f64| claims(&rows(v), &settings)[0].verdict;
+        assert_eq!(verdict(-800.0), Decision::Holds);
+        assert_eq!(verdict(-1160.0), Decision::Fails);
+        // At −1150 Vadam − no noise is 0 on both seeds: a tie, undecided.
+        assert_eq!(verdict(-1150.0), Decision::Undecided);
         assert_eq!(early(&rows(-800.0)[0]), -1150.0);
     }
 

@@ -113,6 +113,49 @@ pub fn wasserstein(
     largest(variances, layout, candidates, s, Some(prior_variance))
 }
 
+/// The Wasserstein rule among the parameters the data inform: the `s` candidates of largest
+/// marginal variance whose GGN diagonal h_dd is positive. A parameter with h_dd = 0 (a weight
+/// into or out of a ReLU unit dead at every training input) has the prior's variance, ties at
+/// the top of [`wasserstein`]'s ranking and adds nothing to the linearized predictive; here it is
+/// chosen only when fewer than `s` candidates carry a signal, and then counted in
+/// `uninformative_selected`. With a scalar prior the ranking is that of the smallest positive
+/// h_dd, whatever λ.
+///
+/// ```
+/// use bdl_laplace::selection::{self, Candidates};
+/// use bdl_tensor::ParamLayout;
+///
+/// let layout = ParamLayout::new([("0.weight", vec![1, 4])]);
+/// let ggn = [0.0, 2.0, 0.5, 0.0];
+/// let variances = selection::diagonal_variances(&ggn, &[1.0; 4]); // 1, 1/3, 2/3, 1
+/// let plain = selection::wasserstein(&variances, &layout, Candidates::All, 2, 1.0)?;
+/// assert_eq!(plain.indices, [0, 3]); // both without signal
+/// let informed = selection::wasserstein_informed(&variances, &ggn, &layout, Candidates::All, 2)?;
+/// assert_eq!(informed.indices, [1, 2]);
+/// assert_eq!(informed.uninformative_selected, 0);
+/// # Ok::<(), bdl_laplace::Error>(())
+/// ```
+pub fn wasserstein_informed(
+    variances: &[f64],
+    ggn_diagonal: &[f64],
+    layout: &ParamLayout,
+    candidates: Candidates,
+    s: usize,
+) -> Result<Selection> {
+    require(
+        ggn_diagonal.len() == variances.len(),
+        "ggn_diagonal",
+        format!("{} values", ggn_diagonal.len()),
+        &format!("one per variance ({})", variances.len()),
+    )?;
+    let scores: Vec<f64> = variances
+        .iter()
+        .zip(ggn_diagonal)
+        .map(|(&v, &h)| if h > 0.0 { v } else { f64::NEG_INFINITY })
+        .collect();
+    largest(&scores, layout, candidates, s, Some(f64::NEG_INFINITY))
+}
+
 /// The exact marginal variances diag(Σ_S) of a full-covariance Laplace posterior, one score per
 /// parameter of the model (0 for parameters outside S), for [`wasserstein`]: the paper's rule
 /// where the full-covariance posterior over the candidates is affordable (its toy experiment),

@@ -148,6 +148,30 @@ proptest! {
         }
         prop_assert_eq!(sel.uninformative_selected, sel.indices.iter().filter(|&&i| v[i] == 1.25).count());
     }
+
+    #[test]
+    fn informed_wasserstein_takes_signal_first(seed in any::<u64>(), s in 0usize..17) {
+        let layout = ParamLayout::new([("0.weight", vec![4, 3]), ("0.bias", vec![4]), ("2.weight", vec![1, 4]), ("2.bias", vec![1])]);
+        let mut rng = Seed(seed).rng();
+        // Coarse curvatures, a third of them zero, so that ties and signal-free weights occur.
+        let h: Vec<f64> = (0..layout.len()).map(|_| (rand::Rng::random_range(&mut rng, 0..3) as f64) / 2.0).collect();
+        let v = selection::diagonal_variances(&h, &vec![0.8; layout.len()]);
+        let mask = layout.weights_mask();
+        let s = s.min(mask.iter().filter(|&&m| m).count());
+        let sel = selection::wasserstein_informed(&v, &h, &layout, Candidates::WeightsOnly, s).unwrap();
+        prop_assert_eq!(sel.indices.len(), s);
+        let informed = |i: usize| mask[i] && h[i] > 0.0;
+        let chosen_blind = sel.indices.iter().filter(|&&i| !informed(i)).count();
+        prop_assert_eq!(sel.uninformative_selected, chosen_blind);
+        // A signal-free weight only once every informed one is taken.
+        let n_informed = (0..layout.len()).filter(|&i| informed(i)).count();
+        prop_assert_eq!(chosen_blind, s.saturating_sub(n_informed));
+        for &i in sel.indices.iter().filter(|&&i| informed(i)) {
+            for j in (0..layout.len()).filter(|&j| informed(j) && !sel.indices.contains(&j)) {
+                prop_assert!(v[i] > v[j] || (v[i] == v[j] && i < j), "{} selected over {}", i, j);
+            }
+        }
+    }
 }
 
 #[test]
