@@ -1154,8 +1154,10 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         "dataset",
         "Vadam − BBVI, RMSE",
         "t (RMSE)",
-        "Vadam − BBVI, LL",
-        "t (LL)",
+        "Vadam − BBVI, joint LL",
+        "t (joint LL)",
+        "Vadam − BBVI, per-point LL",
+        "t (per-point LL)",
         "two-sided 1% critical t",
     ]);
     let mut dropout = Table::new([
@@ -1167,10 +1169,13 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         let digits = rmse_digits(c.set);
         let (d_rmse, t_rmse) = show_paired(c.rmse, digits);
         let (d_ll, t_ll) = show_paired(c.ll, 2);
+        let (d_joint, t_joint) = show_paired(c.ll_joint, 2);
         same.row([
             c.set.to_owned(),
             d_rmse,
             t_rmse,
+            d_joint,
+            t_joint,
             d_ll,
             t_ll,
             c.rmse
