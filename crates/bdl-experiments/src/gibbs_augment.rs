@@ -8,8 +8,11 @@
 //! augmented as in the paper: a rotation drawn from ±30°, a 9 × 9 Gaussian blur with σ drawn from
 //! [1, 1.5] applied with probability 0.9, colour inversion with probability 0.5, each image
 //! transformed on its own stream; then standardised with the augmented images' mean and standard
-//! deviation. Both are tested on the original test images. Each of the four chains is a unit
-//! (its row), so the paper profile can be run in pieces (`--shard`, `--merge`, `--out runs`).
+//! deviation; and the same chain with each of the three transformations alone (the paper's
+//! Table 4 reports them one by one). All are tested on the original test images. Each of the
+//! ten chains is a unit (its row), so the paper profile can be run in pieces (`--shard`,
+//! `--merge`, `--out runs`); the six single-transformation chains have their own settings, so
+//! the four saved before them stay valid.
 //!
 //! One difference from the paper's loader: there every epoch draws new transforms; here each
 //! training image is transformed once (a fixed augmented training set), so that the chain's
@@ -107,9 +110,51 @@ fn row(main: &MainChain, collection: Collection, augmented: bool) -> Result<Row>
     })
 }
 
+/// The paper's three transformations, each alone (Table 4 has a column for each), with the
+/// probability it has in the combined augmentation.
+fn transformations() -> Vec<(&'static str, Vec<Transform>)> {
+    let all = augmentation();
+    ["rotation", "blur", "inversion"]
+        .into_iter()
+        .zip(all)
+        .map(|(name, t)| (name, vec![t]))
+        .collect()
+}
+
+/// The settings of the single-transformation chains' units (their own, so that the four chains
+/// saved before them stay valid).
+#[derive(Debug, Serialize)]
+struct SingleSettings {
+    transformations: Vec<(&'static str, Vec<Transform>)>,
+}
+
+/// One chain of the run: the plain or the combined-augmentation chain of a collection, or a
+/// collection's chain with one transformation (an index into [`transformations`]).
+#[derive(Clone, Copy, Debug)]
+enum Chain {
+    Combined {
+        data: Collection,
+        augmented: bool,
+    },
+    Single {
+        data: Collection,
+        transformation: usize,
+    },
+}
+
+/// The rows in `results.json`: the plain and combined chains, then each transformation alone.
+#[derive(Serialize)]
+struct Rows<'a> {
+    combined: &'a [Row],
+    single: Vec<(&'static str, &'a Row)>,
+}
+
 fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings {
         augmentation: augmentation(),
+    };
+    let single = SingleSettings {
+        transformations: transformations(),
     };
     // The smoke and quick profiles sample the augmented chains afresh (their wall times are
     // measured); the paper profile resumes them.
@@ -118,36 +163,69 @@ fn run(ctx: &Context) -> Result<Outcome> {
         std::fs::remove_dir_all(&chains)?;
     }
     // Each chain's row is a unit (the paper profile saves it as soon as the chain is sampled
-    // and summarised; a shard takes its share), side by side, one chain per core.
-    let all: Vec<(Collection, bool)> = [Collection::Mnist, Collection::FashionMnist]
+    // and summarised; a shard takes its share of each list), side by side, one chain per core.
+    let collections = [Collection::Mnist, Collection::FashionMnist];
+    let combined: Vec<Chain> = collections
         .into_iter()
-        .flat_map(|c| [(c, false), (c, true)])
+        .flat_map(|data| [false, true].map(|augmented| Chain::Combined { data, augmented }))
         .collect();
-    let key = |&(c, augmented): &(Collection, bool)| {
-        format!(
-            "{}-{}",
-            c.folder(),
-            if augmented { "augmented" } else { "plain" }
-        )
+    let singles: Vec<Chain> = collections
+        .into_iter()
+        .flat_map(|data| {
+            (0..single.transformations.len()).map(move |transformation| Chain::Single {
+                data,
+                transformation,
+            })
+        })
+        .collect();
+    let name = |chain: &Chain| match *chain {
+        Chain::Combined { augmented, .. } => {
+            if augmented {
+                "augmented"
+            } else {
+                "plain"
+            }
+        }
+        Chain::Single { transformation, .. } => single.transformations[transformation].0,
+    };
+    let key = |chain: &Chain| {
+        let (Chain::Combined { data, .. } | Chain::Single { data, .. }) = *chain;
+        format!("{}-{}", data.folder(), name(chain))
     };
     let units = Units::new(ctx, &settings)?;
-    let total = all.len();
-    let mine = units.share(all);
-    let rows = side_by_side(&mine, |unit| -> Result<Row> {
-        let &(collection, augmented) = unit;
-        units.get_or_run(&key(unit), || {
-            let transforms = augmented.then_some(&settings.augmentation[..]);
-            row(
-                &main_chain(ctx, collection, transforms)?,
-                collection,
+    let single_units = Units::new(ctx, &single)?;
+    let total = combined.len() + singles.len();
+    let mut mine = units.share(combined);
+    let n_combined = mine.len();
+    mine.extend(single_units.share(singles));
+    let rows = side_by_side(&mine, |chain| -> Result<Row> {
+        let (units, transforms, data, augmented) = match *chain {
+            Chain::Combined { data, augmented } => (
+                &units,
+                augmented.then_some(&settings.augmentation[..]),
+                data,
                 augmented,
-            )
+            ),
+            Chain::Single {
+                data,
+                transformation,
+            } => (
+                &single_units,
+                Some(&single.transformations[transformation].1[..]),
+                data,
+                true,
+            ),
+        };
+        units.get_or_run(&key(chain), || {
+            let augment = transforms.map(|t| (name(chain), t));
+            row(&main_chain(ctx, data, augment)?, data, augmented)
         })
     })?;
     if let Some(shard) = units.shard_outcome(mine.iter().map(key).collect(), total) {
         return Ok(shard);
     }
-    for pair in rows.chunks_exact(2) {
+    let (plain_and_all, alone) = rows.split_at(n_combined);
+    for pair in plain_and_all.chunks_exact(2) {
         ctx.log(format!(
             "{}: accuracy {:.3} without augmentation, {:.3} with",
             pair[0].data.folder(),
@@ -163,10 +241,17 @@ fn run(ctx: &Context) -> Result<Outcome> {
         "test accuracy",
         "wall time (s)",
     ]);
-    for r in &rows {
+    for (r, chain) in rows.iter().zip(&mine) {
+        let images = match chain {
+            Chain::Combined {
+                augmented: false, ..
+            } => "as given".to_owned(),
+            Chain::Combined { .. } => "augmented (all three)".to_owned(),
+            Chain::Single { .. } => format!("{} alone", name(chain)),
+        };
         t.row([
             r.data.folder().to_owned(),
-            if r.augmented { "augmented" } else { "as given" }.to_owned(),
+            images,
             format!(
                 "batch {}, {} iterations, last {}",
                 r.batch_size, r.iterations, r.prediction_window
@@ -177,36 +262,38 @@ fn run(ctx: &Context) -> Result<Outcome> {
         ]);
     }
     let body = format!(
-        "The main chain of `gibbs-mnist` and the same chain on augmented training images \
+        "The main chain of `gibbs-mnist`, the same chain on augmented training images \
          (rotation in ±30°, 9 × 9 Gaussian blur with σ in [1, 1.5] with probability 0.9, \
-         inversion with probability 0.5; each image transformed once), both tested on the \
-         original test images. A wall time of 0 means the chain was already complete.\n\n{}",
+         inversion with probability 0.5; each image transformed once), and on the training \
+         images with each of the three alone (Table 4's columns), all tested on the original \
+         test images. A wall time of 0 means the chain was already complete.\n\n{}",
         t.to_markdown()
     );
     let mut claims = Vec::new();
-    for pair in rows.chunks_exact(2) {
+    for pair in plain_and_all.chunks_exact(2) {
         let (plain, augmented) = (&pair[0], &pair[1]);
         let n_test = test_images(ctx, plain.data)?;
-        let verdict = claim::less(
-            Measured::proportion(augmented.test_accuracy, n_test),
-            Measured::proportion(plain.test_accuracy, n_test),
-        );
-        claims.push(Claim::new(
-            HURTS,
-            format!(
-                "{}: augmenting the training set hurts accuracy",
-                plain.data.folder()
-            ),
-            format!(
-                "test accuracy {:.3} without augmentation, {:.3} with ({n_test} test images)",
-                plain.test_accuracy, augmented.test_accuracy
-            ),
-            verdict.described(
-                "the augmented chain's test accuracy below the plain chain's by more than one \
-                 binomial standard error of the difference (undecided within one)",
-            ),
+        claims.push(hurts(
+            plain,
+            augmented,
+            "augmenting the training set",
+            n_test,
         ));
+        for (r, chain) in alone.iter().zip(&mine[n_combined..]) {
+            if r.data == plain.data {
+                let what = format!("augmenting by {} alone", name(chain));
+                claims.push(hurts(plain, r, &what, n_test));
+            }
+        }
     }
+    let rows = Rows {
+        combined: plain_and_all,
+        single: alone
+            .iter()
+            .zip(&mine[n_combined..])
+            .map(|(r, chain)| (name(chain), r))
+            .collect(),
+    };
     Ok(Outcome::new(
         "gibbs-augment: blocked Gibbs with and without training-set augmentation",
         &settings,
@@ -214,4 +301,25 @@ fn run(ctx: &Context) -> Result<Outcome> {
     )?
     .body(body)
     .claims(claims))
+}
+
+/// The claim that `what` (the chain of `augmented`) hurts the accuracy of the `plain` chain, on
+/// `n_test` test images.
+fn hurts(plain: &Row, augmented: &Row, what: &str, n_test: usize) -> Claim {
+    Claim::new(
+        HURTS,
+        format!("{}: {what} hurts accuracy", plain.data.folder()),
+        format!(
+            "test accuracy {:.3} without augmentation, {:.3} with ({n_test} test images)",
+            plain.test_accuracy, augmented.test_accuracy
+        ),
+        claim::less(
+            Measured::proportion(augmented.test_accuracy, n_test),
+            Measured::proportion(plain.test_accuracy, n_test),
+        )
+        .described(
+            "the augmented chain's test accuracy below the plain chain's by more than one \
+             binomial standard error of the difference (undecided within one)",
+        ),
+    )
 }

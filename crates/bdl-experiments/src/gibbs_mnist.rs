@@ -329,15 +329,17 @@ pub(crate) struct MainChain {
 
 /// The main chain of `gibbs-mnist` on `collection` in the profile of `ctx`: without
 /// `augment`, the very chain `gibbs-mnist` samples (same configuration, in its folder under the
-/// same output root); with it, the same chain on the augmented training images, in the
-/// caller's folder `ctx.dir/chains`. Sampled or completed here when missing or short.
+/// same output root); with `(name, transforms)`, the same chain on the training images
+/// transformed, in the caller's folder `ctx.dir/chains/name`. Sampled or completed here when
+/// missing or short.
 pub(crate) fn main_chain(
     ctx: &Context,
     collection: Collection,
-    augment: Option<&[Transform]>,
+    augment: Option<(&str, &[Transform])>,
 ) -> Result<MainChain> {
     let settings = Settings::of(ctx.profile);
-    let augment = augment.map(|t| (t, Seed(2023).fork("augment")));
+    let folder = augment.map(|(name, _)| name);
+    let augment = augment.map(|(_, t)| (t, Seed(2023).fork("augment")));
     let (train, test, scale) = load(ctx, &settings, collection, augment)?;
     let mlp = Mlp::new(MlpSpec::new(WIDTHS, Activation::Sigmoid))?;
     let batch = settings.first_batch;
@@ -347,8 +349,8 @@ pub(crate) fn main_chain(
         .find(|(b, _)| *b == batch)
         .context("the first batch size is one of the runs")?;
     let config = chain_config(&settings, batch, variances, settings.blocking.clone())?;
-    let chains_dir = if augment.is_some() {
-        ctx.dir.join("chains")
+    let chains_dir = if let Some(name) = folder {
+        ctx.dir.join("chains").join(name)
     } else {
         let root = ctx
             .dir
