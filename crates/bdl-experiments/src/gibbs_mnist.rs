@@ -221,6 +221,9 @@ struct Row {
     /// The iteration the chain was resumed at (0: sampled afresh); the wall time covers only
     /// the iterations after it.
     resumed_at: u64,
+    /// The control chain at a common variance (absent from rows saved before it existed).
+    #[serde(default)]
+    common_variance: bool,
 }
 
 /// The training and test images of `collection`, the training images first transformed by
@@ -390,6 +393,17 @@ struct Run {
     batch: usize,
     variances: [f64; 4],
     config: Valid<ChainConfig>,
+    /// The control chain: every layer at the first layer's variance.
+    common: bool,
+}
+
+/// The settings of the control chain's unit (its own, so that the chains saved before it stay
+/// valid): the main chain of the first collection with every layer at the first layer's
+/// proposal variance, where the paper reports the output layer's acceptance vanishing.
+#[derive(Debug, Serialize)]
+struct CommonSettings {
+    batch: usize,
+    variance: f64,
 }
 
 /// Runs the experiment.
@@ -420,7 +434,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     }
     let (batch, variances) = settings.runs[settings.layer_blocks];
     plan.push((0, batch, variances, Blocking::Layer));
-    let runs: Vec<Run> = plan
+    let mut runs: Vec<Run> = plan
         .into_iter()
         .map(|(data, batch, variances, blocking)| {
             Ok(Run {
@@ -428,25 +442,58 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 batch,
                 variances,
                 config: chain_config(&settings, batch, variances, blocking)?,
+                common: false,
             })
         })
         .collect::<Result<_>>()?;
-    let dir_of = |run: &Run| chain_folder(&chains_dir, data[run.data].0, run.batch, &run.config);
+    let common = CommonSettings {
+        batch: settings.first_batch,
+        variance: settings
+            .runs
+            .iter()
+            .find(|(b, _)| *b == settings.first_batch)
+            .context("the first batch size is one of the runs")?
+            .1[0],
+    };
+    let variances = [common.variance; 4];
+    runs.push(Run {
+        data: 0,
+        batch: common.batch,
+        variances,
+        config: chain_config(
+            &settings,
+            common.batch,
+            variances,
+            settings.blocking.clone(),
+        )?,
+        common: true,
+    });
+    let dir_of = |run: &Run| {
+        let folder = chain_folder(&chains_dir, data[run.data].0, run.batch, &run.config);
+        match (run.common, folder.file_name()) {
+            (true, Some(name)) => {
+                folder.with_file_name(format!("{}_common-variance", name.to_string_lossy()))
+            }
+            _ => folder,
+        }
+    };
 
     // One chain per run, each on its own thread: the paper's best batch size first, then the
     // largest; a run's wall time is its own as long as there are no more workers than cores
     // (`side_by_side`). Each run is a unit (its row and traces): the paper profile saves it as
     // it finishes and a rerun reads it back; a shard takes its share.
     let units = Units::new(ctx, &settings)?;
+    let common_units = Units::new(ctx, &common)?;
     let key = |run: &Run| {
         format!(
-            "{}-batch-{}-{}",
+            "{}-batch-{}-{}{}",
             data[run.data].0.folder(),
             run.batch,
-            run.config.gibbs.blocking.slug()
+            run.config.gibbs.blocking.slug(),
+            if run.common { "-common-variance" } else { "" }
         )
     };
-    let mut order: Vec<usize> = (0..runs.len()).collect();
+    let mut order: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].common).collect();
     order.sort_by_key(|&i| {
         let r = &runs[i];
         (
@@ -455,12 +502,14 @@ fn run(ctx: &Context) -> Result<Outcome> {
             r.data,
         )
     });
-    let mine = units.share(order);
+    let mut mine = units.share(order);
+    mine.extend(common_units.share(vec![runs.len() - 1]));
     let bar = ctx.bar(settings.iterations * mine.len() as u64, "iterations");
     bar.set_message(format!("{} chains", mine.len()));
     let done = side_by_side(&mine, |&i| -> Result<(usize, (Row, Traces))> {
         let run = &runs[i];
         let (collection, train, test) = &data[run.data];
+        let units = if run.common { &common_units } else { &units };
         let unit = units.get_or_run(&key(run), || {
             let progress = ChainProgress::new(&bar, 1);
             let start = Instant::now();
@@ -656,6 +705,7 @@ fn summarise_chain(
         wall_s: 0.0,
         ms_per_iteration: 0.0,
         resumed_at: 0,
+        common_variance: run.common,
     };
     let traces = Traces {
         log_target: (thin(&trace.0), thin(&trace.1)),
@@ -679,7 +729,7 @@ fn main_rows<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
     let mut main: Vec<&Row> = rows
         .iter()
         .copied()
-        .filter(|r| r.blocking != Blocking::Layer)
+        .filter(|r| r.blocking != Blocking::Layer && !r.common_variance)
         .collect();
     main.sort_by_key(|r| r.batch_size);
     main
@@ -893,6 +943,31 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
                 falls.iter().all(|&f| f),
                 "every layer's acceptance at the largest batch size below its acceptance at the \
                  smallest (rates over 10⁵ iterations: no sampling error at this resolution)",
+            ),
+        ));
+    }
+
+    if let Some(common) = rows.iter().find(|r| r.common_variance) {
+        let output = common.layer_acceptance.last().copied().unwrap_or(f64::NAN);
+        claims.push(Claim::new(
+            DEPTH_VARIANCES,
+            format!(
+                "(control) at a common variance the output layer's acceptance vanishes (batch {}, \
+                 every layer at {:.0e})",
+                common.batch_size,
+                common
+                    .proposal_variances
+                    .first()
+                    .copied()
+                    .unwrap_or(f64::NAN)
+            ),
+            format!("acceptance per layer {}", list(&common.layer_acceptance, 4)),
+            Verdict::exact(
+                output < NON_VANISHING,
+                format!(
+                    "the output layer's acceptance below {NON_VANISHING} (the falling variances' \
+                     claim needs it: otherwise a common variance would do)"
+                ),
             ),
         ));
     }
@@ -1135,6 +1210,7 @@ mod tests {
             wall_s: 1.0,
             ms_per_iteration: 5.0,
             resumed_at: 0,
+            common_variance: false,
         }
     }
 
