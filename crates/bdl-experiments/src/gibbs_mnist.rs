@@ -9,7 +9,10 @@
 //! the Bayesian marginal over the last iterations, and over the last K iterations for several K;
 //! the accuracy of the chain stopped at several points (the chain-length effect); a trace of the
 //! log-target. Besides: one chain of layer blocks (LBG) at batch 600 with the node-block
-//! chain's variances, where a 7850-parameter first-layer block meets the same proposal scale.
+//! chain's variances, where a 7850-parameter first-layer block meets the same proposal scale;
+//! and the control of the falling variances: the main chain of MNIST with every layer at the
+//! first layer's variance (the paper reports the output layer's acceptance vanishing there), a
+//! unit with its own settings so that the nine chains saved before it stay valid.
 //!
 //! The paper profile is the paper's: the full 60,000 / 10,000 images, batch sizes 600, 1800,
 //! 3000 and 4200 with the table's variances, 110,000 iterations with the first 10,000 discarded,
@@ -26,7 +29,7 @@
 //! Each run's wall time (its chain alone on a core) is in its row of `results.json`, with the
 //! iteration the chain was resumed at. Each run is a unit (`units`): its row and its traces
 //! (thinned to 2000 points) are saved as soon as its chain is sampled and summarised, so the
-//! paper profile's nine chains can be sampled in separate sessions or on separate machines
+//! paper profile's ten chains can be sampled in separate sessions or on separate machines
 //! (`--shard K/N`, then `--merge`) and only the small unit files carried between them.
 
 use std::time::Instant;
