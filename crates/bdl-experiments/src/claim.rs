@@ -301,6 +301,29 @@ impl Measured {
         Self::of(&d)
     }
 
+    /// The paired differences `a − b` over the replicates both have, matched by key (a seed, a
+    /// split, a restart); a NaN mean without a standard error when they share none.
+    ///
+    /// ```
+    /// use bdl_experiments::claim::Measured;
+    ///
+    /// let d = Measured::paired_by(&[(0, 1.0), (1, 2.0), (2, 9.0)], &[(1, 1.5), (0, 0.5)]);
+    /// assert_eq!((d.mean, d.se), (0.5, Some(0.0)));
+    /// ```
+    pub fn paired_by<K: PartialEq>(a: &[(K, f64)], b: &[(K, f64)]) -> Self {
+        let (x, y): (Vec<f64>, Vec<f64>) = a
+            .iter()
+            .filter_map(|(k, va)| b.iter().find(|(kb, _)| kb == k).map(|(_, vb)| (*va, *vb)))
+            .unzip();
+        if x.is_empty() {
+            return Self {
+                mean: f64::NAN,
+                se: None,
+            };
+        }
+        Self::paired(&x, &y)
+    }
+
     /// `self − other` for independent estimates: the standard errors add in quadrature.
     pub fn minus(self, other: Self) -> Self {
         Self {

@@ -1121,20 +1121,12 @@ const SUBNET_BEST: Cite = Cite {
 /// `a − b` of the test log-likelihood averaged over every angle, paired by seed (the seeds
 /// both have; one pair has no standard error).
 fn paired_ll(rows: &[Row], a: Method, b: Method) -> Measured {
-    let (x, y): (Vec<f64>, Vec<f64>) = of(rows, a)
-        .filter_map(|w| {
-            of(rows, b)
-                .find(|r| r.seed == w.seed)
-                .map(|r| (over_angles(w, log_lik), over_angles(r, log_lik)))
-        })
-        .unzip();
-    if x.is_empty() {
-        return Measured {
-            mean: f64::NAN,
-            se: None,
-        };
-    }
-    Measured::paired(&x, &y)
+    let by_seed = |m| -> Vec<(Option<usize>, f64)> {
+        of(rows, m)
+            .map(|r| (r.seed, over_angles(r, log_lik)))
+            .collect()
+    };
+    Measured::paired_by(&by_seed(a), &by_seed(b))
 }
 
 /// The paper's two claims, on the test log-likelihood averaged over every angle, each a

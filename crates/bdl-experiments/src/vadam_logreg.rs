@@ -384,7 +384,8 @@ fn vadam_sizes(rows: &[Row]) -> Vec<usize> {
     sizes
 }
 
-/// The symmetric KLs to MF-Exact of `method` at minibatch size `m`, by restart.
+/// The symmetric KLs to MF-Exact of `method` at minibatch size `m`, by restart (paired by
+/// restart in the claims: a restart starts every run from the same seed).
 fn kls(rows: &[Row], method: &str, m: usize) -> Vec<(usize, f64)> {
     let mut v: Vec<(usize, f64)> = rows
         .iter()
@@ -393,22 +394,6 @@ fn kls(rows: &[Row], method: &str, m: usize) -> Vec<(usize, f64)> {
         .collect();
     v.sort_by_key(|&(restart, _)| restart);
     v
-}
-
-/// `a − b` paired by restart (the restarts both have; a restart starts every run from the same
-/// seed).
-fn paired(a: &[(usize, f64)], b: &[(usize, f64)]) -> Measured {
-    let (x, y): (Vec<f64>, Vec<f64>) = a
-        .iter()
-        .filter_map(|&(r, va)| b.iter().find(|p| p.0 == r).map(|p| (va, p.1)))
-        .unzip();
-    if x.is_empty() {
-        return Measured {
-            mean: f64::NAN,
-            se: None,
-        };
-    }
-    Measured::paired(&x, &y)
 }
 
 /// The mean of the second fields.
@@ -450,7 +435,7 @@ fn claims(set: Set, rows: &[Row]) -> Vec<Claim> {
     );
     let steps: Vec<Decision> = vadam
         .windows(2)
-        .map(|w| claim::decide_positive(paired(&w[1], &w[0])))
+        .map(|w| claim::decide_positive(Measured::paired_by(&w[1], &w[0])))
         .collect();
     let trend = if steps.is_empty() {
         Decision::Fails
@@ -474,7 +459,7 @@ fn claims(set: Set, rows: &[Row]) -> Vec<Claim> {
             .join(", ")
     );
     let matched = if span.is_finite() {
-        claim::close(paired(&vogn, small), tolerance)
+        claim::close(Measured::paired_by(&vogn, small), tolerance)
     } else {
         Verdict::new(Decision::Fails, "")
     };
@@ -496,7 +481,7 @@ fn claims(set: Set, rows: &[Row]) -> Vec<Claim> {
                 "{name}: Vadam at the smallest minibatch is closer to MF-Exact than at the largest"
             ),
             listed,
-            claim::positive(paired(large, small)).described(format!(
+            claim::positive(Measured::paired_by(large, small)).described(format!(
                 "symmetric KL to MF-Exact at the smallest M ({smallest}) below that at the \
                  largest ({largest}), paired over restarts, by more than one standard error \
                  (undecided within one)"
@@ -509,7 +494,7 @@ fn claims(set: Set, rows: &[Row]) -> Vec<Claim> {
                 "sym. KL {:.4} vs Vadam-{smallest} {:.4}: paired difference {:.4}",
                 mean_of(&vogn),
                 mean_of(small),
-                paired(&vogn, small)
+                Measured::paired_by(&vogn, small)
             ),
             Verdict::new(
                 matched.decision,
