@@ -800,8 +800,18 @@ fn accuracy_of(accuracy: f64, n_test: usize) -> Measured {
 /// set, that standard error is the conservative one).
 fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
     let main = main_rows(rows);
-    let mut claims = Vec::new();
+    let mut claims = batch_claims(&main, n_test);
+    claims.extend(longer_claim(&main, n_test));
+    claims.extend(variances_claim(&main));
+    claims.extend(batch_acceptance_claim(&main));
+    claims.extend(common_claim(rows));
+    claims.extend(node_blocks_claim(rows, &main));
+    claims
+}
 
+/// The batch-size claims: accuracy rises until acceptance collapses, and falls again at the largest live batch size.
+fn batch_claims(main: &[&Row], n_test: usize) -> Vec<Claim> {
+    let mut claims = Vec::new();
     let alive: Vec<&Row> = main
         .iter()
         .copied()
@@ -828,7 +838,7 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
          60,000, lower at 4200)",
         format!(
             "accuracy at batch {}: {}; batch sizes without a collapsed layer (< {COLLAPSED}): {}{}",
-            batches(&main),
+            batches(main),
             list(&main.iter().map(|r| r.test_accuracy).collect::<Vec<_>>(), 3),
             batches(&alive),
             best.map_or_else(String::new, |b| format!(
@@ -865,7 +875,12 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
             ),
         ));
     }
+    claims
+}
 
+/// Longer chains: every batch size more accurate stopped at the last point than at the first.
+fn longer_claim(main: &[&Row], n_test: usize) -> Vec<Claim> {
+    let mut claims = Vec::new();
     let (first, last) = main.first().map_or((0, 0), |r| {
         (
             r.accuracy_stopped_at.first().map_or(0, |a| a.iterations),
@@ -905,6 +920,12 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
         ),
     ));
 
+    claims
+}
+
+/// The falling variances keep every layer's acceptance from vanishing.
+fn variances_claim(main: &[&Row]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     let lowest = main
         .iter()
         .flat_map(|r| r.layer_acceptance.iter().copied())
@@ -921,7 +942,12 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
             ),
         ),
     ));
+    claims
+}
 
+/// Acceptance against batch size, layer by layer (Tables 5 and 6).
+fn batch_acceptance_claim(main: &[&Row]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     if let (Some(smallest), Some(largest)) = (main.first(), main.last())
         && main.len() >= 2
     {
@@ -949,7 +975,12 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
             ),
         ));
     }
+    claims
+}
 
+/// The control chain at a common variance: its output layer's acceptance vanishes.
+fn common_claim(rows: &[&Row]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     if let Some(common) = rows.iter().find(|r| r.common_variance) {
         let output = common.layer_acceptance.last().copied().unwrap_or(f64::NAN);
         claims.push(Claim::new(
@@ -974,7 +1005,12 @@ fn claims(rows: &[&Row], n_test: usize) -> Vec<Claim> {
             ),
         ));
     }
+    claims
+}
 
+/// Node against layer blocks at the layer-block chain's batch size and variances.
+fn node_blocks_claim(rows: &[&Row], main: &[&Row]) -> Vec<Claim> {
+    let mut claims = Vec::new();
     if let Some(layer) = rows.iter().find(|r| r.blocking == Blocking::Layer)
         && let Some(node) = main.iter().find(|r| r.batch_size == layer.batch_size)
     {
