@@ -52,7 +52,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};
 use crate::concurrency::side_by_side;
-use crate::gibbs_xor::{ChainProgress, accuracy, list, summarise};
+use crate::gibbs_xor::{self, ChainProgress, accuracy, list, summarise};
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
@@ -774,19 +774,10 @@ const LONGER: Cite = Cite {
     quote: "Increasing the length of a non-convergent chain increases the predictive accuracy in \
             classification tasks",
 };
-const DEPTH_VARIANCES: Cite = Cite {
-    paper: Paper::Papamarkou2023,
-    place: "Abstract",
-    quote: "It is also possible to alleviate vanishing acceptance rates for increasing depth by \
-            reducing the proposal variance in deeper layers.",
-};
-const NODE_BLOCKS: Cite = Cite {
-    paper: Paper::Papamarkou2023,
-    place: "§1",
-    quote: "a sampling mechanism that takes into account the neural network structure and that \
-            partitions the parameter space into smaller parameter blocks retains higher \
-            acceptance rate",
-};
+/// The falling variances' claim and the node against layer blocks claim quote the sentences
+/// `gibbs-xor`'s depth and blocking claims test.
+const DEPTH_VARIANCES: Cite = gibbs_xor::DEPTH;
+const NODE_BLOCKS: Cite = gibbs_xor::BLOCKING;
 
 /// A chain's test accuracy as a proportion of the `n_test` test images.
 fn accuracy_of(accuracy: f64, n_test: usize) -> Measured {

@@ -612,14 +612,14 @@ fn wall(row: &Row) -> f64 {
 }
 
 /// The paper's statements the claims test.
-const BLOCKING: Cite = Cite {
+pub(crate) const BLOCKING: Cite = Cite {
     paper: Paper::Papamarkou2023,
     place: "§1",
     quote: "a sampling mechanism that takes into account the neural network structure and that \
             partitions the parameter space into smaller parameter blocks retains higher \
             acceptance rate",
 };
-const DEPTH: Cite = Cite {
+pub(crate) const DEPTH: Cite = Cite {
     paper: Paper::Papamarkou2023,
     place: "Abstract",
     quote: "It is also possible to alleviate vanishing acceptance rates for increasing depth by \

@@ -347,26 +347,27 @@ fn run(ctx: &Context) -> Result<Outcome> {
                     .map(|c| c.indices.clone())
                     .context("the subnetwork of the other posteriors")?;
                 ctx.log(format!("VOGN and Gibbs over {name}"));
-                let draws = subset_vogn(&model, map, &x, &y, &subset, scaled, &settings)?;
-                methods.push(variance_of(
-                    format!("VOGN over {name}"),
-                    s,
-                    scaled,
-                    &model,
-                    &draws,
-                    &grid_t,
-                    &x,
-                )?);
-                let draws = subset_gibbs(&model, map, &x, &y, &subset, scaled, &settings)?;
-                methods.push(variance_of(
-                    format!("Gibbs over {name}"),
-                    s,
-                    scaled,
-                    &model,
-                    &draws,
-                    &grid_t,
-                    &x,
-                )?);
+                let draws = [
+                    (
+                        "VOGN",
+                        subset_vogn(&model, map, &x, &y, &subset, scaled, &settings)?,
+                    ),
+                    (
+                        "Gibbs",
+                        subset_gibbs(&model, map, &x, &y, &subset, scaled, &settings)?,
+                    ),
+                ];
+                for (posterior, draws) in draws {
+                    methods.push(variance_of(
+                        format!("{posterior} over {name}"),
+                        s,
+                        scaled,
+                        &model,
+                        &draws,
+                        &grid_t,
+                        &x,
+                    )?);
+                }
             }
         }
         let Likelihood::Gaussian { sigma } = map.likelihood() else {
