@@ -11,11 +11,11 @@
 
 use std::fmt::Write;
 
-/// Twelve distinguishable line colours, for figures with one line per method (the first ten are
+/// Fourteen distinguishable line colours, for figures with one line per method (the first ten are
 /// the usual categorical palette of matplotlib's `tab10`).
-pub const PALETTE: [&str; 12] = [
+pub const PALETTE: [&str; 14] = [
     "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f",
-    "#bcbd22", "#17becf", "#000000", "#aec7e8",
+    "#bcbd22", "#17becf", "#000000", "#aec7e8", "#ffbb78", "#98df8a",
 ];
 
 const PANEL_W: f64 = 320.0;

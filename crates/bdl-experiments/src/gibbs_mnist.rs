@@ -8,7 +8,9 @@
 //! chain per batch size. Reported: acceptance per layer after the burn-in; the test accuracy of
 //! the Bayesian marginal over the last iterations, and over the last K iterations for several K;
 //! the accuracy of the chain stopped at several points (the chain-length effect); a trace of the
-//! log-target. Besides: one chain of layer blocks (LBG) at batch 600 with the node-block
+//! log-target; from the traces, each layer's weight spread along the chain (Fig. 5: it shrinks
+//! with depth) and the log-target's variability from one record to the next (Fig. 6: it falls
+//! with batch size). Besides: one chain of layer blocks (LBG) at batch 600 with the node-block
 //! chain's variances, where a 7850-parameter first-layer block meets the same proposal scale;
 //! and the control of the falling variances: the main chain of MNIST with every layer at the
 //! first layer's variance (the paper reports the output layer's acceptance vanishing there), a
@@ -582,11 +584,17 @@ fn run(ctx: &Context) -> Result<Outcome> {
             "## {name}\n\n{}\n",
             table(&these, &settings, train_sizes[d], test_sizes[d])
         ));
-        claims_all.extend(claims(&these, test_sizes[d]).into_iter().map(|mut c| {
+        let its: Vec<&Traces> = mine.iter().map(|&i| &traces[i]).collect();
+        let main: Vec<(&Row, &Traces)> = main_order(&these)
+            .into_iter()
+            .map(|i| (these[i], its[i]))
+            .collect();
+        let mut these_claims = claims(&these, test_sizes[d]);
+        these_claims.extend(trace_claims(&main));
+        claims_all.extend(these_claims.into_iter().map(|mut c| {
             c.statement = format!("{name}: {}", c.statement);
             c
         }));
-        let its: Vec<&Traces> = mine.iter().map(|&i| &traces[i]).collect();
         figures.push((
             format!("gibbs-{}.svg", collection.folder()),
             figure(&these, &its).to_svg(),
@@ -727,15 +735,18 @@ fn thin<T: Copy>(values: &[T]) -> Vec<T> {
     values.iter().step_by(step).copied().collect()
 }
 
+/// The positions of the node-block (or finer node-block) rows, by batch size.
+fn main_order(rows: &[&Row]) -> Vec<usize> {
+    let mut main: Vec<usize> = (0..rows.len())
+        .filter(|&i| rows[i].blocking != Blocking::Layer && !rows[i].common_variance)
+        .collect();
+    main.sort_by_key(|&i| rows[i].batch_size);
+    main
+}
+
 /// The node-block (or finer node-block) rows, by batch size.
 fn main_rows<'a>(rows: &[&'a Row]) -> Vec<&'a Row> {
-    let mut main: Vec<&Row> = rows
-        .iter()
-        .copied()
-        .filter(|r| r.blocking != Blocking::Layer && !r.common_variance)
-        .collect();
-    main.sort_by_key(|r| r.batch_size);
-    main
+    main_order(rows).into_iter().map(|i| rows[i]).collect()
 }
 
 fn first_stop(r: &Row) -> f64 {
@@ -778,6 +789,17 @@ const LONGER: Cite = Cite {
 /// `gibbs-xor`'s depth and blocking claims test.
 const DEPTH_VARIANCES: Cite = gibbs_xor::DEPTH;
 const NODE_BLOCKS: Cite = gibbs_xor::BLOCKING;
+
+const DEPTH_SCALE: Cite = Cite {
+    paper: Paper::Papamarkou2023,
+    place: "MNIST experiment, Fig. 5",
+    quote: "",
+};
+const BATCH_VARIABILITY: Cite = Cite {
+    paper: Paper::Papamarkou2023,
+    place: "MNIST experiment, Fig. 6",
+    quote: "",
+};
 
 /// A chain's test accuracy as a proportion of the `n_test` test images.
 fn accuracy_of(accuracy: f64, n_test: usize) -> Measured {
@@ -999,6 +1021,103 @@ fn common_claim(rows: &[&Row]) -> Vec<Claim> {
     claims
 }
 
+/// The sample standard deviation of `values` (denominator n − 1; NaN below two values).
+fn std_dev(values: &[f64]) -> f64 {
+    let n = values.len() as f64;
+    let mean = values.iter().sum::<f64>() / n;
+    (values.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+}
+
+/// The spread of each layer's traced weight along a chain after the burn-in: its standard
+/// deviation over the kept draws, per layer.
+fn weight_spread(traces: &Traces) -> Vec<f64> {
+    traces.weights.iter().map(|w| std_dev(w)).collect()
+}
+
+/// The variability of a chain's log-target from one recorded iteration to the next after
+/// `burn_in`: s(Δ)/√2, the standard deviation of successive differences over √2, which is the
+/// standard deviation of the fluctuation about a slowly moving level (a trend that moves little
+/// between records leaves it unchanged). Its standard error is the normal-theory s/√(2(n − 1))
+/// for n differences, approximate (successive differences are correlated).
+fn log_target_variability(traces: &Traces, burn_in: u64) -> Measured {
+    let (iterations, values) = &traces.log_target;
+    let kept: Vec<f64> = iterations
+        .iter()
+        .zip(values)
+        .filter(|&(&t, _)| t >= burn_in)
+        .map(|(_, &v)| v)
+        .collect();
+    let steps: Vec<f64> = kept.windows(2).map(|w| w[1] - w[0]).collect();
+    let v = std_dev(&steps) / std::f64::consts::SQRT_2;
+    Measured::with_se(v, v / (2.0 * (steps.len() as f64 - 1.0)).sqrt())
+}
+
+/// The claims on the main chains' traces (`main`, by batch size): a weight's spread shrinks
+/// with depth (Fig. 5) and the log-target's variability falls with batch size (Fig. 6).
+fn trace_claims(main: &[(&Row, &Traces)]) -> Vec<Claim> {
+    let mut claims = Vec::new();
+    let spreads: Vec<Vec<f64>> = main.iter().map(|(_, t)| weight_spread(t)).collect();
+    let layers = spreads.first().map_or(0, Vec::len);
+    if layers >= 2 {
+        // Per step l → l + 1: log s_l − log s_{l+1}, paired over the chains (one per batch size).
+        let log_of = |l: usize| -> Vec<f64> { spreads.iter().map(|s| s[l].ln()).collect() };
+        let steps: Vec<Measured> = (1..layers)
+            .map(|l| Measured::paired(&log_of(l - 1), &log_of(l)))
+            .collect();
+        let decisions: Vec<Decision> = steps.iter().map(|&d| claim::decide_positive(d)).collect();
+        let geometric_mean = |l: usize| {
+            let logs = log_of(l);
+            (logs.iter().sum::<f64>() / logs.len() as f64).exp()
+        };
+        claims.push(Claim::new(
+            DEPTH_SCALE,
+            "a weight's chain spreads less the deeper its layer",
+            format!(
+                "standard deviation of the traced weight after burn-in, per layer (geometric mean                  over {} chains): {}; log ratio per step {}",
+                main.len(),
+                list(&(0..layers).map(geometric_mean).collect::<Vec<_>>(), 4),
+                steps
+                    .iter()
+                    .map(|d| format!("{:.2} ± {:.2}", d.mean, d.se.unwrap_or(f64::NAN)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Verdict::new(
+                claim::all(&decisions),
+                "for every pair of adjacent layers, log s_l − log s_{l+1} (s the standard                  deviation over the kept draws of the layer's first weight, paired over the                  chains of every batch size) positive by more than one standard error                  (undecided within one, or with one chain)",
+            ),
+        ));
+    }
+    if main.len() >= 2 {
+        let variability: Vec<Measured> = main
+            .iter()
+            .map(|(r, t)| log_target_variability(t, r.burn_in))
+            .collect();
+        let decisions: Vec<Decision> = variability
+            .windows(2)
+            .map(|w| claim::less(w[1], w[0]).decision)
+            .collect();
+        claims.push(Claim::new(
+            BATCH_VARIABILITY,
+            "the log-target varies less from iteration to iteration at larger batch sizes",
+            format!(
+                "variability s(Δ)/√2 of the recorded log-target after burn-in at batch {}: {}",
+                batches(&main.iter().map(|(r, _)| *r).collect::<Vec<_>>()),
+                variability
+                    .iter()
+                    .map(|m| format!("{:.1} ± {:.1}", m.mean, m.se.unwrap_or(f64::NAN)))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            Verdict::new(
+                claim::all(&decisions),
+                "at every step to the next larger batch size, the variability (the standard                  deviation of successive differences of the recorded log-target over √2)                  smaller by more than one approximate standard error of the difference                  (undecided within one)",
+            ),
+        ));
+    }
+    claims
+}
+
 /// Node against layer blocks at the layer-block chain's batch size and variances.
 fn node_blocks_claim(rows: &[&Row], main: &[&Row]) -> Vec<Claim> {
     let mut claims = Vec::new();
@@ -1142,10 +1261,46 @@ fn figure(rows: &[&Row], traces: &[&Traces]) -> Figure {
             .points(&layers, &r.layer_acceptance, color)
             .legend(label, color);
     }
+    // Fig. 5 and Fig. 6: each layer's weight spread per chain, the log-target's variability
+    // against batch size; and the median ESS per layer.
+    let mut spread = Panel::new("spread of a weight along the chain, per layer");
+    spread.labels("layer", "log₁₀ s.d. of w_l[0, 0] after burn-in");
+    let mut ess = Panel::new("median ESS per layer");
+    ess.labels("layer", "median ESS of the layer's weights");
+    for ((r, t), color) in rows.iter().zip(traces).zip(COLORS.iter().cycle()) {
+        let log_spread: Vec<f64> = weight_spread(t).iter().map(|s| s.log10()).collect();
+        let layers: Vec<f64> = (1..=log_spread.len()).map(|l| l as f64).collect();
+        let label = format!("{}, batch {}", r.blocking.abbreviation(), r.batch_size);
+        spread
+            .line(&layers, &log_spread, color)
+            .points(&layers, &log_spread, color)
+            .legend(label.clone(), color);
+        let (ls, medians): (Vec<f64>, Vec<f64>) = r
+            .ess
+            .iter()
+            .filter_map(|e| e.median.map(|m| ((e.layer + 1) as f64, m)))
+            .unzip();
+        ess.line(&ls, &medians, color)
+            .points(&ls, &medians, color)
+            .legend(label, color);
+    }
+    let order = main_order(rows);
+    let variability: Vec<f64> = order
+        .iter()
+        .map(|&i| log_target_variability(traces[i], rows[i].burn_in).mean)
+        .collect();
+    let mut by_variability = Panel::new("log-target variability vs batch size");
+    by_variability
+        .labels("batch size", "s.d. of successive differences / √2")
+        .line(&batches, &variability, COLORS[0])
+        .points(&batches, &variability, COLORS[0]);
     let mut figure = Figure::new(3)
         .panel(by_batch)
         .panel(stopped)
-        .panel(acceptance);
+        .panel(acceptance)
+        .panel(spread)
+        .panel(by_variability)
+        .panel(ess);
     // Per chain: its log-target, one weight per layer, and each layer's node acceptance rates.
     for ((r, traces), color) in rows.iter().zip(traces).zip(COLORS.iter().cycle()) {
         let (its, values) = &traces.log_target;
@@ -1339,6 +1494,71 @@ mod tests {
             verdicts(&rows, 10_000),
             [Fails, Holds, Fails, Holds, Holds, Fails]
         );
+    }
+
+    /// Traces of `n` recorded iterations after a burn-in of 50: layer l's weight alternates
+    /// ±`spreads[l]` (standard deviation ≈ the spread), the log-target alternates ±`noise`
+    /// about a rising line (variability ≈ √2 · noise, whatever the slope).
+    fn traces(spreads: [f64; 4], noise: f64, n: usize) -> Traces {
+        let sign = |i: usize| if i.is_multiple_of(2) { 1.0 } else { -1.0 };
+        let iterations: Vec<u64> = (0..n as u64).map(|i| 50 + 10 * i).collect();
+        let mut log_iterations: Vec<u64> = (0..5).map(|i| 10 * i).collect();
+        log_iterations.extend(&iterations);
+        let log_values = (0..log_iterations.len())
+            .map(|i| -1e4 + 3.0 * i as f64 + noise * sign(i) + if i < 5 { 1e3 } else { 0.0 })
+            .collect();
+        Traces {
+            log_target: (log_iterations, log_values),
+            weights: spreads
+                .iter()
+                .map(|&s| (0..n).map(|i| s * sign(i)).collect())
+                .collect(),
+            iterations,
+        }
+    }
+
+    fn trace_verdicts(chains: &[(Row, Traces)]) -> Vec<Decision> {
+        let main: Vec<(&Row, &Traces)> = chains.iter().map(|(r, t)| (r, t)).collect();
+        trace_claims(&main).iter().map(|c| c.verdict).collect()
+    }
+
+    /// Spreads shrinking tenfold per layer in every chain, and a log-target whose fluctuation
+    /// falls with the batch size, hold; the burn-in's records (off the line by 1000) are left
+    /// out of the variability.
+    #[test]
+    fn trace_claims_follow_the_traces() {
+        let live = [0.3, 0.4, 0.5, 0.6];
+        let at = |batch| row(batch, Blocking::Node, live, 0.1, 0.8, [0.7, 0.8]);
+        let chain = |batch, scale: f64, noise| {
+            (
+                at(batch),
+                traces([1.0, 0.1, 0.01, 0.001].map(|s| s * scale), noise, 1000),
+            )
+        };
+        let chains = [
+            chain(200, 1.0, 30.0),
+            chain(600, 1.5, 20.0),
+            chain(1000, 0.8, 10.0),
+        ];
+        let v = log_target_variability(&chains[0].1, 50);
+        assert!(
+            (v.mean - 30.0 * 2.0 / std::f64::consts::SQRT_2).abs() < 0.1,
+            "{v:?}"
+        );
+        assert_eq!(trace_verdicts(&chains), [Holds, Holds]);
+
+        // One layer wider than the one before it in every chain; variability rising.
+        let chains = [
+            (at(200), traces([1.0, 2.0, 0.01, 0.001], 10.0, 1000)),
+            (at(600), traces([1.0, 3.0, 0.01, 0.001], 20.0, 1000)),
+        ];
+        assert_eq!(trace_verdicts(&chains), [Fails, Fails]);
+        // Variabilities 10 and 10.2 over 20 records: within one standard error.
+        let chains = [
+            (at(200), traces([1.0, 0.1, 0.01, 0.001], 10.0, 20)),
+            (at(600), traces([1.0, 0.1, 0.01, 0.001], 10.2, 20)),
+        ];
+        assert_eq!(trace_verdicts(&chains), [Holds, Undecided]);
     }
 
     #[test]

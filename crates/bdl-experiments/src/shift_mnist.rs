@@ -13,7 +13,10 @@
 //!   and biases), subnetworks of `subnet_size` weights chosen by the Wasserstein rule with
 //!   diagonal-SWAG variances (the paper's choice for deep networks) and at random; the prior
 //!   precision of each chosen on the validation images by log-likelihood (the subnetworks' from
-//!   one eigendecomposition of their GGN);
+//!   one eigendecomposition of their GGN); and both subnetworks again at one prior fixed before
+//!   their run and shared by the two, the paper's λ_S = λ·S/D with λ the MAPs' weight decay
+//!   ([`SCALED_PRIOR`]: the paper's claims compare the two subsets, which λ chosen on each
+//!   one's own scores confounds), units with their own settings;
 //! - VOGN, Vadam and IVON started at the MAP mean with σ ≈ 1/√N (initial precision N + λ; IVON
 //!   its own h₀ = 1), `vi_epochs` epochs;
 //! - SWAG from the MAP (low rank plus diagonal), and a deep ensemble of 5 independent MAPs;
@@ -30,7 +33,9 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use bdl_baselines::{EnsembleConfig, McDropout, SwagConfig, train_ensemble, train_swag};
+use bdl_baselines::{
+    EnsembleConfig, McDropout, SwagConfig, SwagPosterior, train_ensemble, train_swag,
+};
 use bdl_data::mnist::{self, Collection, Part};
 use bdl_data::transforms::{self, Param, Transform};
 use bdl_data::{Dataset, Standardizer};
@@ -80,6 +85,9 @@ enum Method {
     LastLayerLaplace,
     SubnetWasserstein,
     SubnetRandom,
+    /// The two subnetworks again, both at the paper's λ_S = λ·S/D (see [`SCALED_PRIOR`]).
+    SubnetWassersteinScaledPrior,
+    SubnetRandomScaledPrior,
     Vogn,
     Vadam,
     Ivon,
@@ -89,13 +97,15 @@ enum Method {
 }
 
 impl Method {
-    const ALL: [Method; 12] = [
+    const ALL: [Method; 14] = [
         Method::Map,
         Method::McDropout,
         Method::DiagLaplace,
         Method::LastLayerLaplace,
         Method::SubnetWasserstein,
         Method::SubnetRandom,
+        Method::SubnetWassersteinScaledPrior,
+        Method::SubnetRandomScaledPrior,
         Method::Vogn,
         Method::Vadam,
         Method::Ivon,
@@ -122,6 +132,8 @@ impl Method {
             Self::LastLayerLaplace => "last-layer Laplace",
             Self::SubnetWasserstein => "subnetwork Laplace (Wasserstein)",
             Self::SubnetRandom => "subnetwork Laplace (random)",
+            Self::SubnetWassersteinScaledPrior => "subnetwork Laplace (Wasserstein, λS/D)",
+            Self::SubnetRandomScaledPrior => "subnetwork Laplace (random, λS/D)",
             Self::Vogn => "VOGN",
             Self::Vadam => "Vadam",
             Self::Ivon => "IVON",
@@ -162,6 +174,23 @@ const GROUPS: [&[Method]; 8] = [
     &[Method::Vadam],
     &[Method::Ivon],
 ];
+
+/// The one prior-precision rule both subnetworks of the scaled-prior rows share, fixed before
+/// their run (2026-12-06): the paper's λ_S = λ·S/D (ALGORITHMS.md §C.6: it restores the prior
+/// function variance lost by fixing D − S weights), with λ the weight decay every MAP was
+/// trained under. It is chosen on no data, so neither subnetwork's λ follows its own scores:
+/// the Wasserstein and the random rows then differ in their subsets alone, which is what the
+/// paper's comparison of the two is about.
+const SCALED_PRIOR: &str = "λ_S = λ·S/D: λ the MAPs' weight decay, S the subnetwork's weights, \
+                            D the network's parameters";
+
+/// The settings of the scaled-prior units: the run's and the rule (their own, so that the units
+/// saved before them stay valid).
+#[derive(Serialize)]
+struct ScaledPriorSettings<'a> {
+    settings: &'a Settings,
+    subnet_prior: &'static str,
+}
 
 /// The settings of a profile.
 #[derive(Debug, Serialize)]
@@ -411,17 +440,20 @@ impl<'a> Maps<'a> {
     }
 }
 
-/// One unit of the run: a group of fits on one seed, or the Gibbs chain.
+/// One unit of the run: a group of fits on one seed, the Gibbs chain, or the two subnetworks
+/// of one seed at the scaled prior ([`SCALED_PRIOR`]).
 #[derive(Clone, Copy, Debug)]
 enum Unit {
     Gibbs,
     Fits { seed: usize, group: usize },
+    ScaledPrior { seed: usize },
 }
 
 impl Unit {
     fn key(self) -> String {
         match self {
             Self::Gibbs => "gibbs".to_owned(),
+            Self::ScaledPrior { seed } => format!("seed-{seed}-subnet-scaled-prior"),
             Self::Fits { seed, group } => {
                 let first = serde_json::to_value(GROUPS[group][0]).expect("a name");
                 format!("seed-{seed}-{}", first.as_str().expect("a string"))
@@ -446,16 +478,33 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 .flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group })),
         )
         .collect();
+    let scaled: Vec<Unit> = (0..settings.seeds)
+        .map(|seed| Unit::ScaledPrior { seed })
+        .collect();
     let units = Units::new(ctx, &settings)?;
-    let total = all.len();
-    let mine = units.share(all);
+    let scaled_units = Units::new(
+        ctx,
+        &ScaledPriorSettings {
+            settings: &settings,
+            subnet_prior: SCALED_PRIOR,
+        },
+    )?;
+    let total = all.len() + scaled.len();
+    let mut mine = units.share(all);
+    mine.extend(scaled_units.share(scaled));
     let maps = Maps::new(settings.seeds, &units);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
-        let rows = units.get_or_run(&unit.key(), || match unit {
-            Unit::Gibbs => gibbs(ctx, &images, &settings).map(|row| vec![row]),
-            Unit::Fits { seed, group } => fit_group(&lenet, &settings, &maps, seed, GROUPS[group]),
-        })?;
+        let rows = match unit {
+            Unit::Gibbs => units.get_or_run(&unit.key(), || {
+                gibbs(ctx, &images, &settings).map(|row| vec![row])
+            }),
+            Unit::Fits { seed, group } => units.get_or_run(&unit.key(), || {
+                fit_group(&lenet, &settings, &maps, seed, GROUPS[group])
+            }),
+            Unit::ScaledPrior { seed } => scaled_units
+                .get_or_run(&unit.key(), || scaled_prior(&lenet, &settings, &maps, seed)),
+        }?;
         bar.inc(1);
         Ok(rows)
     })?;
@@ -536,7 +585,7 @@ fn fit_group(
     seed: usize,
     group: &[Method],
 ) -> Result<Vec<Row>> {
-    let root = Seed(2021).fork("shift-mnist").index(seed as u64);
+    let root = seed_root(seed);
     let map = || maps.get(seed, || train_lenet(data, settings, root, 0.0));
     let (x, y) = (data.fit.x(), data.fit.y());
     let n = data.fit.len() as f64;
@@ -589,48 +638,17 @@ fn fit_group(
         }
         Method::Swag => {
             let map = map()?;
-            let start = clock();
-            let config = SwagConfig {
-                learning_rate: settings.swag_learning_rate,
-                prior_precision: lambda,
-                batch_size: settings.batch_size,
-                snapshots: settings.swag_snapshots,
-                rank: settings.swag_rank,
-                seed: root.fork("swag"),
-                ..SwagConfig::default()
-            }
-            .check()?;
-            let swag = train_swag(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?.posterior;
-            let swag_s = start.elapsed().as_secs_f64();
-            rows.push(scored(Method::Swag, &swag, None, swag_s)?);
-            let layout = map.network().layout();
-            let s = settings.subnet_size;
-            let variances = swag.swag().variances();
-            let chosen = [
-                (
-                    Method::SubnetWasserstein,
-                    selection::largest(&variances, layout, Candidates::WeightsOnly, s, None)?,
-                ),
-                (
-                    Method::SubnetRandom,
-                    selection::random(layout, Candidates::WeightsOnly, s, root.fork("random"))?,
-                ),
-            ];
+            let chosen = Subsets::choose(&map, data, settings, root)?;
+            rows.push(scored(Method::Swag, &chosen.swag, None, chosen.swag_s)?);
             let subnet = Subnet {
                 map: &map,
                 data,
                 settings,
                 seed,
             };
-            for (method, subset) in chosen {
-                // The Wasserstein rule's time includes the SWAG run its variances come from.
-                let swag_part = if method == Method::SubnetWasserstein {
-                    swag_s
-                } else {
-                    0.0
-                };
-                rows.push(subnet.row(method, subset.indices, swag_part)?);
-            }
+            // The Wasserstein rule's time includes the SWAG run its variances come from.
+            rows.push(subnet.row(Method::SubnetWasserstein, chosen.wasserstein, chosen.swag_s)?);
+            rows.push(subnet.row(Method::SubnetRandom, chosen.random, 0.0)?);
         }
         Method::McDropout => {
             let start = clock();
@@ -685,6 +703,92 @@ fn fit_group(
         other => unreachable!("{other:?} does not start a group"),
     }
     Ok(rows)
+}
+
+/// SWAG from a seed's MAP and the two subnetworks of `subnet_size` weights it leads to.
+struct Subsets {
+    swag: SwagPosterior,
+    /// Seconds SWAG took.
+    swag_s: f64,
+    /// The weights of largest diagonal-SWAG variance (the Wasserstein rule).
+    wasserstein: Vec<usize>,
+    /// Weights drawn at random.
+    random: Vec<usize>,
+}
+
+impl Subsets {
+    /// Runs SWAG from `map` (seeded by `root`) and chooses both subnetworks among the weights.
+    fn choose(map: &MapEstimate, data: &Lenet, settings: &Settings, root: Seed) -> Result<Self> {
+        let start = Instant::now();
+        let config = SwagConfig {
+            learning_rate: settings.swag_learning_rate,
+            prior_precision: settings.prior_precision,
+            batch_size: settings.batch_size,
+            snapshots: settings.swag_snapshots,
+            rank: settings.swag_rank,
+            seed: root.fork("swag"),
+            ..SwagConfig::default()
+        }
+        .check()?;
+        let (x, y) = (data.fit.x(), data.fit.y());
+        let swag = train_swag(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?.posterior;
+        let swag_s = start.elapsed().as_secs_f64();
+        let layout = map.network().layout();
+        let s = settings.subnet_size;
+        let variances = swag.swag().variances();
+        let weights = Candidates::WeightsOnly;
+        Ok(Self {
+            wasserstein: selection::largest(&variances, layout, weights, s, None)?.indices,
+            random: selection::random(layout, weights, s, root.fork("random"))?.indices,
+            swag,
+            swag_s,
+        })
+    }
+}
+
+/// The two subnetworks of one seed at the scaled prior λ_S = λ·S/D ([`SCALED_PRIOR`]), each
+/// its full-covariance Laplace at that λ alone (the subsets and the seeds of the main rows).
+fn scaled_prior(
+    data: &Lenet,
+    settings: &Settings,
+    maps: &Maps<'_>,
+    seed: usize,
+) -> Result<Vec<Row>> {
+    let root = seed_root(seed);
+    let map = maps.get(seed, || train_lenet(data, settings, root, 0.0))?;
+    let chosen = Subsets::choose(&map, data, settings, root)?;
+    let d = map.network().layout().len() as f64;
+    let lambda_s = settings.prior_precision * settings.subnet_size as f64 / d;
+    let mut rows = Vec::new();
+    for (method, subset, earlier_s) in [
+        (
+            Method::SubnetWassersteinScaledPrior,
+            chosen.wasserstein,
+            chosen.swag_s,
+        ),
+        (Method::SubnetRandomScaledPrior, chosen.random, 0.0),
+    ] {
+        let start = Instant::now();
+        let (x, y) = (data.fit.x(), data.fit.y());
+        let post = Evidence::new(&map, x, y, subset, GGN_BATCH)?.posterior(lambda_s, 1.0)?;
+        let fit_s = start.elapsed().as_secs_f64() + earlier_s;
+        let inputs = &data.inputs;
+        rows.push(score(
+            method,
+            &post,
+            Some(seed),
+            Some(lambda_s),
+            fit_s,
+            inputs,
+            settings,
+        )?);
+    }
+    Ok(rows)
+}
+
+/// The root of every stream of seed `seed`'s fits.
+fn seed_root(seed: usize) -> Seed {
+    Seed(2021).fork("shift-mnist").index(seed as u64)
 }
 
 /// A Laplace posterior with λ chosen two ways from one grid: by the validation log-likelihood
@@ -1096,10 +1200,11 @@ fn evidence_section(rows: &[Row]) -> String {
             ),
         ]);
     }
-    let verdicts: Vec<String> = claims(&alt)
-        .iter()
-        .map(|c| format!("- {}: {} ({})", c.statement, c.verdict.name(), c.ours))
-        .collect();
+    let verdicts: Vec<String> =
+        subnet_claims(&alt, Method::SubnetWasserstein, Method::SubnetRandom, "")
+            .iter()
+            .map(|c| format!("- {}: {} ({})", c.statement, c.verdict.name(), c.ours))
+            .collect();
     format!(
         "\n## The Laplace family with λ by the marginal likelihood (an investigation)\n\n\
          Each Laplace posterior again with λ from the same grid chosen by its Laplace marginal \
@@ -1130,28 +1235,52 @@ fn paired_ll(rows: &[Row], a: Method, b: Method) -> Measured {
 }
 
 /// The paper's two claims, on the test log-likelihood averaged over every angle, each a
-/// difference paired by seed: (1) the Wasserstein subnetwork above each of the paper's
-/// baselines except VOGN (MAP, MC dropout, diagonal Laplace, SWAG, the deep ensemble, the
-/// random subnetwork), every difference by more than one standard error; (2) the random
-/// subnetwork clearly worse: Wasserstein − random by more than one standard error. Undecided
-/// within one standard error or with one seed.
+/// difference paired by seed, for the subnetworks with λ by validation and again (where the
+/// rows have them) for both at the scaled prior ([`SCALED_PRIOR`]).
 fn claims(rows: &[Row]) -> Vec<Claim> {
+    let mut claims = subnet_claims(rows, Method::SubnetWasserstein, Method::SubnetRandom, "");
+    if of(rows, Method::SubnetWassersteinScaledPrior)
+        .next()
+        .is_some()
+    {
+        claims.extend(subnet_claims(
+            rows,
+            Method::SubnetWassersteinScaledPrior,
+            Method::SubnetRandomScaledPrior,
+            " (both subnetworks at λ_S = λS/D)",
+        ));
+    }
+    claims
+}
+
+/// The two claims on the Wasserstein subnetwork `wasserstein` and the random one `random`:
+/// (1) the Wasserstein subnetwork above each of the paper's baselines except VOGN (MAP, MC
+/// dropout, diagonal Laplace, SWAG, the deep ensemble, the random subnetwork), every difference
+/// by more than one standard error; (2) the random subnetwork clearly worse: Wasserstein −
+/// random by more than one standard error. Undecided within one standard error or with one
+/// seed. `which` follows each statement.
+fn subnet_claims(rows: &[Row], wasserstein: Method, random: Method, which: &str) -> Vec<Claim> {
     let ll = |m| averaged(rows, m, log_lik).mean;
-    let subnet = ll(Method::SubnetWasserstein);
-    let beaten: Vec<String> = Method::PAPER_BASELINES
+    let subnet = ll(wasserstein);
+    let baselines =
+        Method::PAPER_BASELINES.map(|m| if m == Method::SubnetRandom { random } else { m });
+    let beaten: Vec<String> = baselines
         .iter()
         .map(|&m| format!("{} {:.3}", m.name(), ll(m)))
         .collect();
-    let each: Vec<Decision> = Method::PAPER_BASELINES
+    let each: Vec<Decision> = baselines
         .iter()
-        .map(|&m| claim::decide_positive(paired_ll(rows, Method::SubnetWasserstein, m)))
+        .map(|&m| claim::decide_positive(paired_ll(rows, wasserstein, m)))
         .collect();
-    let diff = paired_ll(rows, Method::SubnetWasserstein, Method::SubnetRandom);
-    let seeds = of(rows, Method::SubnetWasserstein).count();
+    let diff = paired_ll(rows, wasserstein, random);
+    let seeds = of(rows, wasserstein).count();
     vec![
         Claim::new(
             SUBNET_BEST,
-            "subnetwork Laplace has a higher log-likelihood than every baseline except VOGN",
+            format!(
+                "subnetwork Laplace has a higher log-likelihood than every baseline except \
+                 VOGN{which}"
+            ),
             format!(
                 "test LL averaged over angles: subnetwork {subnet:.3}; {}; (VOGN {:.3})",
                 beaten.join(", "),
@@ -1165,7 +1294,7 @@ fn claims(rows: &[Row]) -> Vec<Claim> {
         ),
         Claim::new(
             SUBNET_BEST,
-            "the random subnetwork is clearly worse",
+            format!("the random subnetwork is clearly worse{which}"),
             format!(
                 "Wasserstein − random, test LL averaged over angles: {diff:.3} ({seeds} seeds)"
             ),
@@ -1302,6 +1431,27 @@ mod tests {
             r.scores.iter_mut().for_each(|s| s.log_lik = ll);
         }
         assert_eq!(verdicts(&r), [Undecided, Undecided]);
+
+        // The scaled-prior pair adds its own two claims, against the same baselines but its own
+        // random subnetwork: here the random one (−0.6) beats the Wasserstein one (−0.65).
+        let mut r = rows(-0.5, -0.9, -0.7);
+        for seed in 0..3 {
+            r.push(row(
+                Method::SubnetWassersteinScaledPrior,
+                seed,
+                &[-0.65, -0.65],
+            ));
+            r.push(row(Method::SubnetRandomScaledPrior, seed, &[-0.6, -0.6]));
+        }
+        assert_eq!(verdicts(&r), [Holds, Holds, Fails, Fails]);
+        // Above every baseline: −0.65 against the ensemble's −0.7 and its random's −0.8.
+        for r in r
+            .iter_mut()
+            .filter(|r| r.method == Method::SubnetRandomScaledPrior)
+        {
+            r.scores.iter_mut().for_each(|s| s.log_lik = -0.8);
+        }
+        assert_eq!(verdicts(&r), [Holds, Holds, Holds, Holds]);
     }
 
     #[test]
@@ -1310,16 +1460,22 @@ mod tests {
             .chain((0..3).flat_map(|seed| {
                 (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key())
             }))
+            .chain((0..3).map(|seed| Unit::ScaledPrior { seed }.key()))
             .collect();
         assert_eq!(keys[1], "seed-0-map");
         let n = keys.len();
         keys.sort();
         keys.dedup();
         assert_eq!(keys.len(), n);
-        // Every method is in exactly one group, or is the chain.
+        // Every method is in exactly one group, or is the chain or a scaled-prior subnetwork.
+        let own_unit = [
+            Method::Gibbs,
+            Method::SubnetWassersteinScaledPrior,
+            Method::SubnetRandomScaledPrior,
+        ];
         for m in Method::ALL {
             let groups = GROUPS.iter().filter(|g| g.contains(&m)).count();
-            assert_eq!(groups, usize::from(m != Method::Gibbs), "{m:?}");
+            assert_eq!(groups, usize::from(!own_unit.contains(&m)), "{m:?}");
         }
     }
 }
