@@ -16,12 +16,14 @@ use rand::seq::index::sample;
 
 use crate::{Result, SubnetLaplace};
 
-/// Which parameters may be selected.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Which parameters may be selected (`"all"` or `"weights-only"` in JSON).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
 pub enum Candidates {
     /// Every parameter.
     All,
     /// Weights only, no biases (the paper's choice).
+    #[default]
     WeightsOnly,
 }
 

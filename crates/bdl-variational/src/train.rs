@@ -199,34 +199,51 @@ pub fn fit_monitored(
         let mut diverged = None;
         data.epoch(epoch, |xb, yb| {
             let m = xb.dims()[0] as f64;
-            for _ in 0..config.mc_samples {
-                let draw = q.draw();
-                let theta = Tensor::from_slice(&draw.theta, d, device)?.to_dtype(dtype)?;
-                // The network's products are sums over the minibatch: the means are / M.
-                let mean = |mut sum: Vec<f64>| -> Vec<f64> {
-                    bdl_tensor::vectorized(
-                        #[inline(always)]
-                        || sum.iter_mut().for_each(|v| *v /= m),
-                    );
-                    sum
-                };
-                let (g, h) = if curvature == Curvature::GgnDiagonal {
-                    let cache = network.forward_cached(&theta, xb)?;
-                    let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
-                    let factor = likelihood.hess_factor(&cache.output)?;
-                    let wide = |t: Tensor| -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&t)?) };
-                    let g = wide(network.backward(&theta, &cache, &r)?)?;
-                    let h = wide(network.ggn_diagonal(&theta, &cache, &factor)?)?;
-                    (mean(g), Some(mean(h)))
-                } else {
-                    let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
-                        Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
+            let step = q.steps() + 1;
+            let mut observe = || -> Result<()> {
+                for _ in 0..config.mc_samples {
+                    let draw = q.draw();
+                    let theta = Tensor::from_slice(&draw.theta, d, device)?.to_dtype(dtype)?;
+                    // The network's products are sums over the minibatch: the means are / M.
+                    let mean = |mut sum: Vec<f64>| -> Vec<f64> {
+                        bdl_tensor::vectorized(
+                            #[inline(always)]
+                            || sum.iter_mut().for_each(|v| *v /= m),
+                        );
+                        sum
                     };
-                    let squares = curvature == Curvature::SumSqGrads;
-                    let sums = network.loss_gradient(&theta, xb, None, output_gradient, squares)?;
-                    (mean(sums.sum), sums.sum_sq.map(mean))
+                    let (g, h) = if curvature == Curvature::GgnDiagonal {
+                        let cache = network.forward_cached(&theta, xb)?;
+                        let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
+                        let factor = likelihood.hess_factor(&cache.output)?;
+                        let wide =
+                            |t: Tensor| -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&t)?) };
+                        let g = wide(network.backward(&theta, &cache, &r)?)?;
+                        let h = wide(network.ggn_diagonal(&theta, &cache, &factor)?)?;
+                        (mean(g), Some(mean(h)))
+                    } else {
+                        let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
+                            Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
+                        };
+                        let squares = curvature == Curvature::SumSqGrads;
+                        let sums =
+                            network.loss_gradient(&theta, xb, None, output_gradient, squares)?;
+                        (mean(sums.sum), sums.sum_sq.map(mean))
+                    };
+                    q.observe(&draw, &g, h.as_deref())?;
+                }
+                Ok(())
+            };
+            // The closure's errors become the inference layer's: a divergence leaves it as a
+            // break and is returned below as this crate's.
+            if let Err(e) = observe() {
+                return match overflow_is_divergence(e, config.method.name(), step) {
+                    e @ Error::Diverged { .. } => {
+                        diverged = Some(e);
+                        Ok(ControlFlow::Break(()))
+                    }
+                    e => Err(e.into()),
                 };
-                q.observe(&draw, &g, h.as_deref())?;
             }
             Ok(match q.step() {
                 Ok(()) => ControlFlow::Continue(()),
@@ -259,4 +276,20 @@ pub fn fit_monitored(
         posterior: posterior(&q)?,
         nll,
     })
+}
+
+/// A non-finite network output at a finite weight draw (the training data are finite): the draw
+/// overflowed the network's dtype, a divergence like a non-finite mean.
+fn overflow_is_divergence(e: Error, method: &'static str, step: usize) -> Error {
+    match &e {
+        Error::Inference(bdl_inference::Error::Likelihood(bdl_likelihoods::Error::NonFinite {
+            arg,
+            ..
+        })) if arg == "f" => Error::Diverged {
+            method,
+            step,
+            what: "network output at a weight draw (in the network's dtype)",
+        },
+        _ => e,
+    }
 }

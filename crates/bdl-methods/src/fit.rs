@@ -1,0 +1,379 @@
+//! [`fit`]: one call from a [`MethodSpec`] and a [`Problem`] to a fitted [`Posterior`].
+
+use std::time::Instant;
+
+use bdl_baselines::McDropout;
+use bdl_data::Dataset;
+use bdl_inference::{MapEstimate, Posterior, Validate};
+use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_likelihoods::Likelihood;
+use bdl_mcmc::{Blocking, ChainWindow, Sampler};
+use bdl_models::{Model as _, Network};
+use candle_core::Tensor;
+use serde::{Deserialize, Serialize};
+
+use crate::error::{Error, Lift, Result};
+use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SubsetRule, VariationalSpec};
+
+/// What every method is fitted to: the network, its parameters θ (the start of training or
+/// sampling, or the MAP a Laplace is taken at), the likelihood and the training data.
+#[derive(Clone, Copy, Debug)]
+pub struct Problem<'a> {
+    /// The network.
+    pub network: &'a Network,
+    /// θ, flat `[D]`, in the network's compute dtype.
+    pub theta: &'a Tensor,
+    /// The likelihood (with its σ for regression).
+    pub likelihood: Likelihood,
+    /// The training data.
+    pub data: &'a Dataset,
+}
+
+impl<'a> Problem<'a> {
+    /// The problem of fitting `network` from `theta` under `likelihood` to `data`.
+    pub fn new(
+        network: &'a Network,
+        theta: &'a Tensor,
+        likelihood: Likelihood,
+        data: &'a Dataset,
+    ) -> Self {
+        Self {
+            network,
+            theta,
+            likelihood,
+            data,
+        }
+    }
+
+    /// θ with its network and likelihood, as the MAP estimate a Laplace or MC dropout uses.
+    fn estimate(&self, method: &'static str) -> Result<MapEstimate> {
+        MapEstimate::new(self.network.clone(), self.theta.clone(), self.likelihood).lift(method)
+    }
+}
+
+/// A fitted method: its posterior, what the fit reports, and the seconds it took.
+pub struct Fitted {
+    /// The posterior, for predictives, samples and saving.
+    pub posterior: Box<dyn Posterior>,
+    /// What the fit reports besides the posterior.
+    pub diagnostics: Diagnostics,
+    /// Wall-clock seconds of the fit (selection included).
+    pub seconds: f64,
+}
+
+/// What a fit reports besides its posterior (fields a method does not have stay empty).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Diagnostics {
+    /// The mean per-example training loss after every epoch (MAP, MC dropout, SWAG; the
+    /// variational methods' negative log-likelihood at the mean; a deep ensemble's first
+    /// member).
+    pub losses: Vec<f64>,
+    /// The scalar prior precision of a Laplace posterior (the grid's choice when it had one).
+    pub prior_precision: Option<f64>,
+    /// How many parameters the posterior is over, when a subnetwork rule chose them.
+    pub subnetwork: Option<usize>,
+    /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations.
+    pub acceptance: Vec<f64>,
+}
+
+/// Fits `spec` to `problem`.
+///
+/// ```
+/// use bdl_data::{Dataset, Provenance, Task};
+/// use bdl_inference::PredictOptions;
+/// use bdl_likelihoods::Likelihood;
+/// use bdl_methods::{MethodSpec, Problem, fit};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
+/// use bdl_tensor::Seed;
+/// use candle_core::{DType, Device, Tensor};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let x = Tensor::arange(0u32, 32, &Device::Cpu)?.to_dtype(DType::F32)?.affine(0.0625, -1.0)?.unsqueeze(1)?;
+/// let y = (x.clone() * 3.0)?.sin()?;
+/// let task = Task::Regression { targets: vec!["y".into()] };
+/// let data = Dataset::new(x.clone(), y, task, vec!["x".into()], Provenance::default())?;
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?);
+/// let theta0 = net.init(Seed(0), DType::F32, &Device::Cpu)?;
+/// let lik = Likelihood::Gaussian { sigma: 0.1 };
+/// let map_spec: MethodSpec =
+///     serde_json::from_str(r#"{"method": "map", "config": {"learning_rate": 0.01, "epochs": 200}}"#)?;
+/// let map = fit(&map_spec, &Problem::new(&net, &theta0, lik, &data))?;
+/// // The Laplace at the MAP: the MAP's θ is the next problem's.
+/// let theta = map.posterior.sample(1, Seed(0))?.unwrap().squeeze(0)?;
+/// let laplace_spec: MethodSpec = serde_json::from_str(r#"{"method": "laplace", "config": {}}"#)?;
+/// let laplace = fit(&laplace_spec, &Problem::new(&net, &theta, lik, &data))?;
+/// assert_eq!(laplace.posterior.method(), "full Laplace");
+/// let pred = laplace.posterior.predictive(&x, &PredictOptions::default())?;
+/// assert_eq!(pred.mean()?.dims(), &[32, 1]);
+/// # Ok(()) }
+/// ```
+pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
+    let start = Instant::now();
+    let method = spec.name();
+    let (x, y) = (problem.data.x(), problem.data.y());
+    let (net, theta, lik) = (problem.network, problem.theta, problem.likelihood);
+    let mut diagnostics = Diagnostics::default();
+    let posterior: Box<dyn Posterior> = match spec {
+        MethodSpec::Map(config) => {
+            let fit = bdl_inference::train_map(
+                net,
+                theta,
+                lik,
+                x,
+                y,
+                &config.clone().check().lift(method)?,
+            )
+            .lift(method)?;
+            diagnostics.losses = fit.losses;
+            Box::new(fit.estimate)
+        }
+        MethodSpec::McDropout(config) => {
+            if net.dropout() == 0.0 {
+                return Err(Error::Unsupported {
+                    method,
+                    what: "fit a network without dropout (give it a dropout probability)".into(),
+                });
+            }
+            let fit = bdl_inference::train_map(
+                net,
+                theta,
+                lik,
+                x,
+                y,
+                &config.clone().check().lift(method)?,
+            )
+            .lift(method)?;
+            diagnostics.losses = fit.losses;
+            Box::new(McDropout::new(fit.estimate))
+        }
+        MethodSpec::Swag(config) => {
+            let fit = bdl_baselines::train_swag(
+                net,
+                theta,
+                lik,
+                x,
+                y,
+                &config.clone().check().lift(method)?,
+            )
+            .lift(method)?;
+            diagnostics.losses = fit.losses;
+            Box::new(fit.posterior)
+        }
+        MethodSpec::Ensemble(config) => {
+            let config = config.clone().check().lift(method)?;
+            let fit = bdl_baselines::train_ensemble(net, lik, x, y, theta.dtype(), &config)
+                .lift(method)?;
+            diagnostics.losses = fit
+                .members
+                .first()
+                .map(|m| m.losses.clone())
+                .unwrap_or_default();
+            Box::new(fit.posterior)
+        }
+        MethodSpec::Laplace(spec) => laplace(spec, problem, method, &mut diagnostics)?,
+        MethodSpec::Variational(spec) => variational(spec, problem, method, &mut diagnostics)?,
+        MethodSpec::Gibbs(spec) => gibbs(spec, problem, method, &mut diagnostics)?,
+    };
+    Ok(Fitted {
+        posterior,
+        diagnostics,
+        seconds: start.elapsed().as_secs_f64(),
+    })
+}
+
+/// The Laplace family at θ.
+fn laplace(
+    spec: &LaplaceSpec,
+    problem: &Problem<'_>,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<Box<dyn Posterior>> {
+    let map = problem.estimate(method)?;
+    let (x, y) = (problem.data.x(), problem.data.y());
+    let config = spec.config.clone().check().lift(method)?;
+    let scalar = |prior: &PriorPrecision| match prior {
+        PriorPrecision::Scalar(l) => Some(*l),
+        _ => None,
+    };
+    match spec.hessian {
+        Hessian::Diagonal => {
+            if spec.subnetwork != SubsetRule::All {
+                return Err(Error::Unsupported {
+                    method,
+                    what: "take a subnetwork (a diagonal Laplace is over every parameter)".into(),
+                });
+            }
+            let h = bdl_laplace::ggn_diagonal(
+                map.network(),
+                map.theta(),
+                &map.likelihood(),
+                x,
+                config.batch_size,
+            )
+            .lift(method)?;
+            let at = |prior: PriorPrecision| -> Result<DiagLaplace> {
+                let config = LaplaceConfig {
+                    prior,
+                    ..spec.config.clone()
+                }
+                .check()
+                .lift(method)?;
+                DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config).lift(method)
+            };
+            let post = match &spec.prior_grid {
+                None => {
+                    diagnostics.prior_precision = scalar(&spec.config.prior);
+                    at(spec.config.prior.clone())?
+                }
+                Some(grid) => {
+                    // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
+                    let (post, lambda) = best(grid, method, |l| {
+                        let post = at(PriorPrecision::Scalar(l))?;
+                        let score = post.log_marginal_likelihood(0.0).lift(method)?;
+                        Ok((post, score))
+                    })?;
+                    diagnostics.prior_precision = Some(lambda);
+                    post
+                }
+            };
+            Ok(Box::new(post))
+        }
+        Hessian::Full => {
+            let d = map.network().layout().len();
+            let subset = spec.subnetwork.choose(problem, method)?;
+            diagnostics.subnetwork = subset.as_ref().map(Vec::len);
+            let subset = subset.unwrap_or_else(|| (0..d).collect());
+            let post: SubnetLaplace = match &spec.prior_grid {
+                None => {
+                    diagnostics.prior_precision = scalar(&spec.config.prior);
+                    SubnetLaplace::fit(&map, x, subset, &config).lift(method)?
+                }
+                Some(grid) => {
+                    let sigma = match map.likelihood() {
+                        Likelihood::Gaussian { sigma } => sigma,
+                        _ => 1.0,
+                    };
+                    let evidence =
+                        Evidence::new(&map, x, y, subset, config.batch_size).lift(method)?;
+                    let ((), lambda) =
+                        best(grid, method, |l| Ok(((), evidence.log_evidence(l, sigma))))?;
+                    diagnostics.prior_precision = Some(lambda);
+                    evidence.posterior(lambda, sigma).lift(method)?
+                }
+            };
+            Ok(Box::new(post))
+        }
+    }
+}
+
+/// The candidate of `grid` with the largest score (the first of equals), its value and λ.
+fn best<P>(
+    grid: &[f64],
+    method: &'static str,
+    mut score: impl FnMut(f64) -> Result<(P, f64)>,
+) -> Result<(P, f64)> {
+    let mut best: Option<(P, f64, f64)> = None;
+    for &lambda in grid {
+        let (value, s) = score(lambda)?;
+        if best.as_ref().is_none_or(|b| s > b.2) {
+            best = Some((value, lambda, s));
+        }
+    }
+    best.map(|(value, lambda, _)| (value, lambda))
+        .ok_or_else(|| Error::Unsupported {
+            method,
+            what: "choose λ from an empty prior grid".into(),
+        })
+}
+
+/// A variational method from θ, over the subnetwork its rule chooses.
+fn variational(
+    spec: &VariationalSpec,
+    problem: &Problem<'_>,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<Box<dyn Posterior>> {
+    let mut config = spec.config.clone();
+    if let Some(subset) = spec.subnetwork.choose(problem, method)? {
+        if config.subset.is_some() {
+            return Err(Error::Unsupported {
+                method,
+                what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
+            });
+        }
+        diagnostics.subnetwork = Some(subset.len());
+        config.subset = Some(subset);
+    }
+    let config = config.check().lift(method)?;
+    let (x, y) = (problem.data.x(), problem.data.y());
+    let fit = bdl_variational::fit(
+        problem.network,
+        problem.theta,
+        problem.likelihood,
+        x,
+        y,
+        &config,
+    )
+    .lift(method)?;
+    diagnostics.losses = fit.nll;
+    Ok(Box::new(fit.posterior))
+}
+
+/// A blocked-Gibbs chain from θ, in memory, and the window of its kept draws.
+fn gibbs(
+    spec: &GibbsSpec,
+    problem: &Problem<'_>,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<Box<dyn Posterior>> {
+    let Network::Mlp(mlp) = problem.network else {
+        return Err(Error::Unsupported {
+            method,
+            what: "sample a network that is not an MLP".into(),
+        });
+    };
+    if spec.burn_in >= spec.sweeps {
+        return Err(Error::Failed {
+            method,
+            source: Box::new(
+                bdl_inference::InvalidParam::new(
+                    "burn_in",
+                    spec.burn_in,
+                    format!("below sweeps ({})", spec.sweeps),
+                )
+                .into(),
+            ),
+        });
+    }
+    let mut gibbs = spec.gibbs.clone();
+    if let Some(subset) = spec.subnetwork.choose(problem, method)? {
+        diagnostics.subnetwork = Some(subset.len());
+        gibbs.blocking = Blocking::Subnetwork {
+            subset,
+            within: Box::new(gibbs.blocking),
+        };
+    }
+    let gibbs = gibbs.check().lift(method)?;
+    let data = problem.data;
+    let (lik, seed) = (problem.likelihood, spec.seed);
+    let mut sampler = Sampler::new(mlp, lik, data, &gibbs, problem.theta, seed).lift(method)?;
+    let mut rng = seed.fork("sweeps").rng();
+    if let Some(pilot) = &spec.pilot {
+        let pilot = pilot.clone().check().lift(method)?;
+        sampler
+            .tune(&pilot, &spec.gibbs.proposal, mlp.n_layers(), &mut rng)
+            .lift(method)?;
+    }
+    let every = spec.keep_every.max(1);
+    let (mut draws, mut kept) = (Vec::new(), Vec::new());
+    for t in 0..spec.sweeps {
+        sampler.iterate(t, &mut rng).lift(method)?;
+        if t >= spec.burn_in && (t - spec.burn_in + 1).is_multiple_of(every) {
+            draws.push(sampler.params().lift(method)?);
+            kept.push(t);
+        }
+    }
+    diagnostics.acceptance = sampler.acceptance().layer_rates(sampler.blocks());
+    let draws = Tensor::stack(&draws, 0).lift(method)?;
+    let window = ChainWindow::new(problem.network.clone(), lik, draws, kept).lift(method)?;
+    Ok(Box::new(window))
+}

@@ -1,0 +1,351 @@
+//! `fit` against the method crates called directly: the same posterior from the same settings,
+//! bit for bit; subnetworks that leave the rest of θ fixed; one error kind for divergence.
+
+use bdl_data::{Dataset, Provenance, Task};
+use bdl_inference::{MapConfig, Posterior, PredictOptions, Validate};
+use bdl_laplace::selection::{self, Candidates};
+use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_likelihoods::Likelihood;
+use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, ProposalVariance};
+use bdl_methods::{
+    Error, GibbsSpec, Hessian, LaplaceSpec, MethodSpec, Problem, SubsetRule, VariancesFrom,
+    VariationalSpec, fit,
+};
+use bdl_models::{Activation, Cnn, CnnSpec, Mlp, MlpSpec, Model, Network};
+use bdl_tensor::Seed;
+use bdl_variational::VariationalConfig;
+use candle_core::{DType, Device, Tensor};
+
+const LIK: Likelihood = Likelihood::Gaussian { sigma: 0.2 };
+
+/// y = sin(3x) on 40 points of [−1, 1), an MLP 1-8-1 and its initial θ.
+fn problem() -> (Network, Tensor, Dataset) {
+    let dev = &Device::Cpu;
+    let x = Tensor::arange(0u32, 40, dev)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap()
+        .affine(0.05, -1.0)
+        .unwrap()
+        .unsqueeze(1)
+        .unwrap();
+    let y = (x.clone() * 3.0).unwrap().sin().unwrap();
+    let task = Task::Regression {
+        targets: vec!["y".into()],
+    };
+    let data = Dataset::new(x, y, task, vec!["x".into()], Provenance::default()).unwrap();
+    let net = Network::from(Mlp::new(MlpSpec::new(&[1, 8, 1], Activation::Tanh)).unwrap());
+    let theta = net.init(Seed(0), DType::F32, dev).unwrap();
+    (net, theta, data)
+}
+
+fn map_config() -> MapConfig {
+    MapConfig {
+        learning_rate: 0.01,
+        epochs: 100,
+        batch_size: 8,
+        ..MapConfig::default()
+    }
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    bdl_tensor::to_f64_vec(&t.flatten_all().unwrap()).unwrap()
+}
+
+/// The predictive mean and variance of a posterior at the training inputs.
+fn moments(post: &dyn Posterior, x: &Tensor) -> (Vec<f64>, Vec<f64>) {
+    let pred = post.predictive(x, &PredictOptions::default()).unwrap();
+    (
+        values(&pred.mean().unwrap()),
+        values(&pred.variance().unwrap()),
+    )
+}
+
+/// The MAP of the problem, trained directly.
+fn map_theta(net: &Network, theta: &Tensor, data: &Dataset) -> Tensor {
+    let config = map_config().check().unwrap();
+    bdl_inference::train_map(net, theta, LIK, data.x(), data.y(), &config)
+        .unwrap()
+        .estimate
+        .theta()
+        .clone()
+}
+
+#[test]
+fn map_is_train_map() {
+    let (net, theta, data) = problem();
+    let fitted = fit(
+        &MethodSpec::Map(map_config()),
+        &Problem::new(&net, &theta, LIK, &data),
+    )
+    .unwrap();
+    let direct = map_theta(&net, &theta, &data);
+    let via = fitted.posterior.sample(1, Seed(0)).unwrap().unwrap();
+    assert_eq!(values(&via), values(&direct));
+    assert_eq!(fitted.diagnostics.losses.len(), 100);
+    assert_eq!(fitted.posterior.method(), "MAP");
+}
+
+/// A Wasserstein subnetwork with diagonal-Laplace variances: the indices of the selection rule
+/// and the posterior of `SubnetLaplace::fit` on them.
+#[test]
+fn subnetwork_laplace_is_selection_then_fit() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let spec = MethodSpec::Laplace(LaplaceSpec {
+        subnetwork: SubsetRule::Wasserstein {
+            size: 6,
+            candidates: Candidates::WeightsOnly,
+            variances: VariancesFrom::DiagonalLaplace {
+                prior_precision: 1.0,
+            },
+        },
+        config: LaplaceConfig {
+            prior: PriorPrecision::Scalar(1.0),
+            ..LaplaceConfig::default()
+        },
+        ..LaplaceSpec::default()
+    });
+    assert_eq!(spec.name(), "subnetwork Laplace");
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    assert_eq!(fitted.diagnostics.subnetwork, Some(6));
+
+    let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let h = bdl_laplace::ggn_diagonal(&net, &theta, &LIK, data.x(), 256).unwrap();
+    let v = selection::diagonal_variances(&h, &vec![1.0; h.len()]);
+    let chosen = selection::wasserstein(&v, net.layout(), Candidates::WeightsOnly, 6, 1.0).unwrap();
+    let config = LaplaceConfig {
+        prior: PriorPrecision::Scalar(1.0),
+        ..LaplaceConfig::default()
+    }
+    .check()
+    .unwrap();
+    let direct = SubnetLaplace::fit(&map, data.x(), chosen.indices, &config).unwrap();
+    assert_eq!(
+        moments(fitted.posterior.as_ref(), data.x()),
+        moments(&direct, data.x())
+    );
+}
+
+/// λ by the marginal likelihood: the grid's argmax of the evidence, and the posterior there.
+#[test]
+fn prior_grid_takes_the_evidence_argmax() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let grid = vec![0.01, 0.1, 1.0, 10.0, 100.0];
+    let spec = MethodSpec::Laplace(LaplaceSpec {
+        prior_grid: Some(grid.clone()),
+        ..LaplaceSpec::default()
+    });
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    assert_eq!(fitted.posterior.method(), "full Laplace");
+
+    let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let d = net.layout().len();
+    let evidence = Evidence::new(&map, data.x(), data.y(), (0..d).collect(), 256).unwrap();
+    let scores: Vec<f64> = grid
+        .iter()
+        .map(|&l| evidence.log_evidence(l, 0.2))
+        .collect();
+    let argmax = (0..grid.len())
+        .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
+        .unwrap();
+    assert_eq!(fitted.diagnostics.prior_precision, Some(grid[argmax]));
+    // Not an edge of the grid, so the choice is a real maximum.
+    assert!(argmax > 0 && argmax + 1 < grid.len(), "{scores:?}");
+    let direct = evidence.posterior(grid[argmax], 0.2).unwrap();
+    assert_eq!(
+        moments(fitted.posterior.as_ref(), data.x()),
+        moments(&direct, data.x())
+    );
+}
+
+/// VOGN over a random subnetwork: `bdl_variational::fit` with the rule's indices as its subset,
+/// and every other parameter's σ zero.
+#[test]
+fn variational_subnetwork_is_fit_with_the_rule_subset() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let config = VariationalConfig {
+        seed: Seed(5),
+        ..VariationalConfig::new(
+            bdl_variational::Method::Vogn {
+                learning_rate: 0.01,
+                beta: 0.01,
+            },
+            1.0,
+            5,
+            8,
+        )
+    };
+    let rule = SubsetRule::Random {
+        size: 5,
+        candidates: Candidates::All,
+        seed: Seed(9),
+    };
+    let spec = MethodSpec::Variational(VariationalSpec {
+        config: config.clone(),
+        subnetwork: rule,
+    });
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    assert_eq!(fitted.posterior.method(), "VOGN");
+
+    let subset = selection::random(net.layout(), Candidates::All, 5, Seed(9))
+        .unwrap()
+        .indices;
+    let direct_config = VariationalConfig {
+        subset: Some(subset.clone()),
+        ..config
+    }
+    .check()
+    .unwrap();
+    let direct = bdl_variational::fit(&net, &theta, LIK, data.x(), data.y(), &direct_config)
+        .unwrap()
+        .posterior;
+    let draws = fitted.posterior.sample(4, Seed(1)).unwrap().unwrap();
+    assert_eq!(
+        values(&draws),
+        values(&direct.sample(4, Seed(1)).unwrap().unwrap())
+    );
+    // Outside the subset every draw is θ.
+    let theta = values(&theta);
+    let d = theta.len();
+    for (k, row) in values(&draws).chunks_exact(d).enumerate() {
+        for i in (0..d).filter(|i| !subset.contains(i)) {
+            assert_eq!(row[i], theta[i], "draw {k}, parameter {i}");
+        }
+    }
+}
+
+/// A Gibbs chain over the last layer: its draws move only the last layer's parameters.
+#[test]
+fn gibbs_over_a_subnetwork_moves_only_it() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let spec = MethodSpec::Gibbs(GibbsSpec {
+        gibbs: GibbsConfig::new(
+            Blocking::Node,
+            ProposalVariance::Common(1e-3),
+            BatchMode::Exact,
+        ),
+        sweeps: 60,
+        burn_in: 20,
+        keep_every: 4,
+        pilot: None,
+        seed: Seed(2),
+        subnetwork: SubsetRule::LastLayer {
+            candidates: Candidates::All,
+        },
+    });
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    assert_eq!(fitted.diagnostics.subnetwork, Some(9));
+    let draws = fitted.posterior.sample(10, Seed(0)).unwrap().unwrap();
+    let theta = values(&theta);
+    let d = theta.len();
+    let last: Vec<usize> = (d - 9..d).collect();
+    let mut moved = false;
+    for row in values(&draws).chunks_exact(d) {
+        for i in 0..d {
+            if last.contains(&i) {
+                moved |= row[i] != theta[i];
+            } else {
+                assert_eq!(
+                    row[i], theta[i],
+                    "parameter {i} outside the subnetwork moved"
+                );
+            }
+        }
+    }
+    assert!(moved, "no draw moved the last layer");
+    let acceptance = &fitted.diagnostics.acceptance;
+    assert!(acceptance.iter().any(|&a| a > 0.0), "{acceptance:?}");
+}
+
+#[test]
+fn divergence_is_one_error_kind() {
+    let (net, theta, data) = problem();
+    let problem = Problem::new(&net, &theta, LIK, &data);
+    let huge = MapConfig {
+        learning_rate: 1e12,
+        optimizer: bdl_inference::Optimizer::Sgd { momentum: 0.0 },
+        ..map_config()
+    };
+    let vogn = VariationalConfig::new(
+        bdl_variational::Method::Vogn {
+            learning_rate: 1e12,
+            beta: 0.5,
+        },
+        1.0,
+        5,
+        8,
+    );
+    for spec in [
+        MethodSpec::Map(huge),
+        MethodSpec::Variational(VariationalSpec {
+            config: vogn,
+            subnetwork: SubsetRule::All,
+        }),
+    ] {
+        let Err(e) = fit(&spec, &problem) else {
+            panic!("{} did not diverge", spec.name())
+        };
+        assert!(e.is_divergence(), "{}: {e}", spec.name());
+        assert!(matches!(e, Error::Diverged { .. }));
+    }
+}
+
+#[test]
+fn what_a_method_cannot_do_is_unsupported() {
+    let (net, theta, data) = problem();
+    let problem = Problem::new(&net, &theta, LIK, &data);
+    let diagonal_subnet = MethodSpec::Laplace(LaplaceSpec {
+        hessian: Hessian::Diagonal,
+        subnetwork: SubsetRule::LastLayer {
+            candidates: Candidates::All,
+        },
+        ..LaplaceSpec::default()
+    });
+    let no_dropout = MethodSpec::McDropout(map_config());
+    for spec in [diagonal_subnet, no_dropout] {
+        let e = fit(&spec, &problem).err().expect("unsupported");
+        assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    }
+    // Gibbs is for MLPs.
+    let cnn = Network::from(Cnn::new(CnnSpec::lenet5(10)).unwrap());
+    let theta = cnn.init(Seed(0), DType::F32, &Device::Cpu).unwrap();
+    let gibbs = MethodSpec::Gibbs(GibbsSpec {
+        gibbs: GibbsConfig::new(
+            Blocking::Node,
+            ProposalVariance::Common(1e-3),
+            BatchMode::Exact,
+        ),
+        sweeps: 1,
+        burn_in: 0,
+        keep_every: 1,
+        pilot: None,
+        seed: Seed(0),
+        subnetwork: SubsetRule::All,
+    });
+    let e = fit(&gibbs, &Problem::new(&cnn, &theta, LIK, &data))
+        .err()
+        .expect("a CNN");
+    assert_eq!(
+        e.to_string(),
+        "blocked Gibbs cannot sample a network that is not an MLP"
+    );
+}
+
+/// Bad settings reach the user as the method's failure naming the parameter.
+#[test]
+fn invalid_settings_name_the_parameter() {
+    let (net, theta, data) = problem();
+    let spec = MethodSpec::Map(MapConfig {
+        batch_size: 0,
+        ..map_config()
+    });
+    let e = fit(&spec, &Problem::new(&net, &theta, LIK, &data))
+        .err()
+        .expect("batch size 0");
+    assert!(matches!(e, Error::Failed { method: "MAP", .. }), "{e}");
+    assert!(e.to_string().contains("batch_size"), "{e}");
+}
