@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid};
+use bdl_inference::{
+    MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid, Validate,
+};
 use bdl_tensor::Seed;
 use candle_core::Tensor;
 
@@ -77,6 +79,30 @@ impl Posterior for McDropout {
     /// MC dropout samples masks, not weights: `None`.
     fn sample(&self, _n: usize, _seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
         Ok(None)
+    }
+
+    /// f at `options.samples` dropout masks, mask s from `options.seed.index(s)` (the masks of
+    /// the predictive).
+    fn f_samples(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Option<Tensor>> {
+        let options = options.clone().check()?;
+        let draws = (0..options.samples)
+            .map(|s| {
+                let mut masks = options.seed.index(s as u64).rng();
+                let f = bdl_inference::forward_batched(
+                    self.network(),
+                    self.map.theta(),
+                    x,
+                    options.batch_size,
+                    Some(&mut masks),
+                )?;
+                Ok(f.to_dtype(candle_core::DType::F64)?)
+            })
+            .collect::<bdl_inference::Result<Vec<_>>>()?;
+        Ok(Some(Tensor::stack(&draws, 0)?))
     }
 
     /// Saves the trained parameters; the network's spec carries the dropout probability.

@@ -4,8 +4,9 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    Holdout, InvalidParam, MapConfig, MapEstimate, MapFit, Posterior, PredictOptions, Prediction,
-    Predictor, Valid, Validate, at_least_one, paired_rows, train_map_on,
+    FunctionMoments, Holdout, InvalidParam, MapConfig, MapEstimate, MapFit, Posterior,
+    PredictOptions, Prediction, Predictor, Valid, Validate, at_least_one, paired_rows,
+    train_map_on,
 };
 use bdl_likelihoods::Likelihood;
 use bdl_models::Network;
@@ -116,6 +117,17 @@ impl Posterior for Ensemble {
         bdl_inference::mixture(self.members.len(), |m| {
             self.members[m].predictive(x, options)
         })
+    }
+
+    /// The moments over every member (exact, not a resample).
+    fn f_moments(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<FunctionMoments> {
+        let options = options.clone().check()?;
+        let f = bdl_inference::outputs_at(self.network(), &self.stacked()?, x, options.batch_size)?;
+        FunctionMoments::of_draws(&f)
     }
 
     /// `n` members drawn uniformly with replacement from the stream of `seed`.

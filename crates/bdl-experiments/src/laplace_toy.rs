@@ -24,12 +24,13 @@ use anyhow::{Context as _, Result};
 use bdl_data::Standardizer;
 use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
-use bdl_inference::{MapConfig, MapEstimate, Posterior, Validate, train_map};
+use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates, Selection};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
-use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, Pilot, ProposalVariance, Sampler};
+use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, Pilot, ProposalVariance};
+use bdl_methods::{GibbsSpec, MethodSpec, Problem, SubsetRule, VariationalSpec};
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use bdl_variational::{Method, VariationalConfig};
@@ -347,23 +348,18 @@ fn run(ctx: &Context) -> Result<Outcome> {
                     .map(|c| c.indices.clone())
                     .context("the subnetwork of the other posteriors")?;
                 ctx.log(format!("VOGN and Gibbs over {name}"));
-                let draws = [
-                    (
-                        "VOGN",
-                        subset_vogn(&model, map, &x, &y, &subset, scaled, &settings)?,
-                    ),
-                    (
-                        "Gibbs",
-                        subset_gibbs(&model, map, &x, &y, &subset, scaled, &settings)?,
-                    ),
+                let problem = Problem::new(&model, map.theta(), map.likelihood(), &x, &y);
+                let specs = [
+                    ("VOGN", subset_vogn(&subset, scaled, &settings, x.dims()[0])),
+                    ("Gibbs", subset_gibbs(&subset, scaled, &settings)),
                 ];
-                for (posterior, draws) in draws {
+                for (posterior, spec) in specs {
+                    let fitted = bdl_methods::fit(&spec, &problem)?;
                     methods.push(variance_of(
                         format!("{posterior} over {name}"),
-                        s,
-                        scaled,
-                        &model,
-                        &draws,
+                        (s, scaled),
+                        fitted.posterior.as_ref(),
+                        &settings,
                         &grid_t,
                         &x,
                     )?);
@@ -617,20 +613,10 @@ fn score(methods: &[Evaluated], scoring: &Scoring<'_>, noise: f64) -> Vec<Row> {
 }
 
 /// VOGN over `subset` from the MAP (every other weight held at the MAP), full batch, with the
-/// prior precision `prior` on the subset; `settings.predictive_draws` parameter vectors from the
-/// fitted q.
-fn subset_vogn(
-    model: &Network,
-    map: &MapEstimate,
-    x: &Tensor,
-    y: &Tensor,
-    subset: &[usize],
-    prior: f64,
-    settings: &Settings,
-) -> Result<Vec<Vec<f64>>> {
+/// prior precision `prior` on the subset.
+fn subset_vogn(subset: &[usize], prior: f64, settings: &Settings, n: usize) -> MethodSpec {
     let config = VariationalConfig {
         mc_samples: settings.vogn_samples,
-        subset: Some(subset.to_vec()),
         seed: Seed(0).fork("subset-vogn"),
         ..VariationalConfig::new(
             Method::Vogn {
@@ -639,113 +625,67 @@ fn subset_vogn(
             },
             prior,
             settings.vogn_steps,
-            x.dims()[0],
+            n,
         )
-    }
-    .check()?;
-    let q = bdl_variational::fit(model, map.theta(), map.likelihood(), x, y, &config)?.posterior;
-    let q = q.q();
-    let mut rng = Seed(0).fork("subset-vogn draws").rng();
-    let d = q.mean.len();
-    let eps = bdl_tensor::normal(
-        &mut rng,
-        (settings.predictive_draws, d),
-        0.0,
-        1.0,
-        DType::F64,
-        &Device::Cpu,
-    )?;
-    let eps: Vec<Vec<f64>> = eps.to_vec2()?;
-    Ok(eps
-        .iter()
-        .map(|e| (0..d).map(|i| q.mean[i] + q.var[i].sqrt() * e[i]).collect())
-        .collect())
+    };
+    MethodSpec::Variational(VariationalSpec {
+        config,
+        subnetwork: SubsetRule::Indices {
+            indices: subset.to_vec(),
+        },
+    })
 }
 
 /// Blocked Gibbs over `subset` from the MAP (node blocks restricted to it, every other weight
 /// fixed at the MAP), exact batches, the Gaussian likelihood of the MAP, the prior N(0, 1/prior);
 /// per-layer variances by a pilot into [0.2, 0.5]; the draws of the last three quarters of
 /// `settings.gibbs_sweeps`, thinned to `settings.predictive_draws`.
-fn subset_gibbs(
-    model: &Network,
-    map: &MapEstimate,
-    x: &Tensor,
-    y: &Tensor,
-    subset: &[usize],
-    prior: f64,
-    settings: &Settings,
-) -> Result<Vec<Vec<f64>>> {
-    let Network::Mlp(mlp) = model else {
-        unreachable!("the toy network is an MLP")
-    };
-    let train = bdl_data::Dataset::new(
-        x.to_dtype(DType::F32)?,
-        y.to_dtype(DType::F32)?,
-        bdl_data::Task::Regression {
-            targets: vec!["y".into()],
-        },
-        vec!["x".into()],
-        bdl_data::Provenance::default(),
-    )?;
-    let proposal = ProposalVariance::Common(1e-3);
-    let config = GibbsConfig {
+fn subset_gibbs(subset: &[usize], prior: f64, settings: &Settings) -> MethodSpec {
+    let gibbs = GibbsConfig {
         prior_variance: 1.0 / prior,
         ..GibbsConfig::new(
-            Blocking::Subnetwork {
-                subset: subset.to_vec(),
-                within: Box::new(Blocking::Node),
-            },
-            proposal.clone(),
+            Blocking::Node,
+            ProposalVariance::Common(1e-3),
             BatchMode::Exact,
         )
-    }
-    .check()?;
-    let seed = Seed(0).fork("subset-gibbs");
-    let mut sampler = Sampler::new(mlp, map.likelihood(), &train, &config, map.theta(), seed)?;
-    let mut rng = seed.fork("sweeps").rng();
-    let pilot = Pilot {
-        sweeps: 100,
-        ..Pilot::new([0.2, 0.5])
-    }
-    .check()?;
-    sampler.tune(&pilot, &proposal, mlp.n_layers(), &mut rng)?;
+    };
     let burn_in = settings.gibbs_sweeps / 4;
-    let every = ((settings.gibbs_sweeps - burn_in) / settings.predictive_draws as u64).max(1);
-    let mut draws = Vec::new();
-    for t in 0..settings.gibbs_sweeps {
-        sampler.iterate(t, &mut rng)?;
-        if t >= burn_in && (t - burn_in + 1).is_multiple_of(every) {
-            draws.push(bdl_tensor::to_f64_vec(&sampler.params()?)?);
-        }
-    }
-    Ok(draws)
+    MethodSpec::Gibbs(GibbsSpec {
+        gibbs,
+        sweeps: settings.gibbs_sweeps,
+        burn_in,
+        keep_every: ((settings.gibbs_sweeps - burn_in) / settings.predictive_draws as u64).max(1),
+        pilot: Some(Pilot {
+            sweeps: 100,
+            ..Pilot::new([0.2, 0.5])
+        }),
+        seed: Seed(0).fork("subset-gibbs"),
+        subnetwork: SubsetRule::Indices {
+            indices: subset.to_vec(),
+        },
+    })
 }
 
-/// The epistemic variance of f over the grid and at the data, from parameter draws.
+/// The epistemic variance of f over the grid and at the data under `post`, from the
+/// function-space view (`settings.predictive_draws` draws where it samples, every draw of a
+/// chain window).
 fn variance_of(
     name: String,
-    s: usize,
-    prior: f64,
-    model: &Network,
-    draws: &[Vec<f64>],
+    (s, prior): (usize, f64),
+    post: &dyn Posterior,
+    settings: &Settings,
     grid: &Tensor,
     x: &Tensor,
 ) -> Result<Evaluated> {
+    let options = PredictOptions {
+        samples: settings.predictive_draws,
+        seed: Seed(0).fork("subset draws"),
+        ..PredictOptions::default()
+    };
     let variance = |at: &Tensor| -> Result<Vec<f64>> {
-        let fs = draws
-            .iter()
-            .map(|theta| {
-                let theta = Tensor::new(theta.as_slice(), at.device())?;
-                Ok(bdl_tensor::to_f64_vec(&model.forward(&theta, at)?)?)
-            })
-            .collect::<Result<Vec<Vec<f64>>>>()?;
-        let n = fs.len() as f64;
-        Ok((0..fs[0].len())
-            .map(|i| {
-                let mean = fs.iter().map(|f| f[i]).sum::<f64>() / n;
-                fs.iter().map(|f| (f[i] - mean).powi(2)).sum::<f64>() / n
-            })
-            .collect())
+        Ok(bdl_tensor::to_f64_vec(
+            &post.f_moments(at, &options)?.variance()?,
+        )?)
     };
     Ok(Evaluated {
         name,

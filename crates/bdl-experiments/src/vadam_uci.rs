@@ -783,27 +783,10 @@ fn first_that_trains(
     bail!("the final fit blew up or diverged under every candidate")
 }
 
-/// Whether a fit failed by diverging: a non-finite variational mean or curvature, or a
-/// non-finite MAP training loss (MC dropout).
+/// Whether a fit failed by diverging (a non-finite variational mean, curvature or output, or a
+/// non-finite MAP training loss for MC dropout), anywhere in the error's chain.
 fn diverged(e: &anyhow::Error) -> bool {
-    e.chain().any(|cause| {
-        if let Some(e) = cause.downcast_ref::<bdl_inference::Error>() {
-            return e.is_divergence();
-        }
-        if let Some(e) = cause.downcast_ref::<bdl_variational::Error>() {
-            return match e {
-                bdl_variational::Error::Diverged { .. } => true,
-                bdl_variational::Error::Inference(e) => e.is_divergence(),
-                _ => false,
-            };
-        }
-        if let Some(bdl_baselines::Error::Inference(e)) =
-            cause.downcast_ref::<bdl_baselines::Error>()
-        {
-            return e.is_divergence();
-        }
-        false
-    })
+    e.chain().any(bdl_methods::diverged)
 }
 
 fn pick<'a>(rows: &'a [Row], set: &str, which: Which) -> Vec<&'a Row> {

@@ -70,6 +70,14 @@ pub enum Error {
     #[error(transparent)]
     InvalidParam(#[from] InvalidParam),
 
+    /// The function-space view was asked of a posterior that draws neither weights nor
+    /// functions.
+    #[error("{method} draws neither weights nor functions: it has no function-space view")]
+    NoFunctionSamples {
+        /// The posterior's method.
+        method: String,
+    },
+
     /// A loss became NaN or infinite.
     #[error(
         "{stage} diverged: the {stage} loss is {loss} at epoch {epoch} (lower the learning \

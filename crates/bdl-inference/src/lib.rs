@@ -2,7 +2,8 @@
 //!
 //! - [`Posterior`]: the trait every fitted method implements (MAP's [`MapEstimate`], the
 //!   Laplace family, the variational methods, SWAG, MC dropout, deep ensembles, a window of a
-//!   Gibbs chain): a predictive from one [`PredictOptions`] value, weight samples, save and
+//!   Gibbs chain): a predictive from one [`PredictOptions`] value, weight samples, the
+//!   function-space view ([`FunctionMoments`] and draws of f joint across inputs), save and
 //!   load. A posterior owns its network, parameters and likelihood.
 //! - [`Validate`] / [`Valid`]: configurations check themselves once into a `Valid<C>`, which
 //!   the entry points take; a violation is a structured [`InvalidParam`].
@@ -44,6 +45,7 @@
 mod batches;
 pub mod checkpoint;
 mod error;
+mod function;
 mod map;
 mod method_error;
 mod mixture;
@@ -56,6 +58,7 @@ mod valid;
 
 pub use batches::{MinibatchLoop, n_rows, paired_rows, rows};
 pub use error::{Error, InvalidParam, Result};
+pub use function::{FunctionMoments, outputs_at};
 pub use map::{Holdout, MapConfig, MapFit, Validation, train_map, train_map_on};
 pub use mixture::{forward_batched, mixture};
 pub use optim::{Optimizer, OptimizerState};

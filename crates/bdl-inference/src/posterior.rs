@@ -10,7 +10,7 @@ use candle_core::Tensor;
 use serde::{Deserialize, Serialize};
 
 use crate::valid::{Valid, Validate, at_least_one};
-use crate::{InvalidParam, Predictor, Result};
+use crate::{Error, FunctionMoments, InvalidParam, Predictor, Result, outputs_at};
 
 /// What a predictive computation returns.
 pub type Prediction = Result<Predictive>;
@@ -125,6 +125,32 @@ pub trait Posterior: Send + Sync {
     /// not a distribution over the weights (MC dropout draws masks, not weights). A point mass
     /// repeats θ̂; an ensemble or a chain window draws its members uniformly.
     fn sample(&self, n: usize, seed: Seed) -> Result<Option<Tensor>>;
+
+    /// `options.samples` draws of the network outputs at the rows of `x`, `[S, N, K]` (f64),
+    /// each joint across the rows (one function from the posterior), from the stream of
+    /// `options.seed`. By default f(x; θ_s) at the weight draws of
+    /// [`sample`](Posterior::sample); MC dropout draws masks instead, and the Laplace family its
+    /// linearized Gaussian f(x; θ̂) + J(θ_s − θ̂). `None` where a posterior has neither.
+    fn f_samples(&self, x: &Tensor, options: &PredictOptions) -> Result<Option<Tensor>> {
+        let options = options.clone().check()?;
+        match self.sample(options.samples, options.seed)? {
+            Some(w) => Ok(Some(outputs_at(self.network(), &w, x, options.batch_size)?)),
+            None => Ok(None),
+        }
+    }
+
+    /// The moments of f at the rows of `x`: by default those of
+    /// [`f_samples`](Posterior::f_samples); exact where the method has them (the Laplace
+    /// family's linearized Gaussian, every member of an ensemble, every draw of a chain
+    /// window).
+    fn f_moments(&self, x: &Tensor, options: &PredictOptions) -> Result<FunctionMoments> {
+        let draws = self
+            .f_samples(x, options)?
+            .ok_or_else(|| Error::NoFunctionSamples {
+                method: self.method().to_owned(),
+            })?;
+        FunctionMoments::of_draws(&draws)
+    }
 
     /// Saves the posterior to `path` (safetensors) and its sidecar (JSON, same stem).
     fn save(&self, path: &Path) -> Result<()>;

@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid};
+use bdl_inference::{
+    FunctionMoments, MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid,
+};
 use bdl_models::Model;
 use bdl_tensor::Seed;
 use candle_core::Tensor;
@@ -178,6 +180,26 @@ impl Posterior for DiagLaplace {
     }
 
     /// Saves θ̂ and the GGN diagonal; the variances follow from them and the config.
+    /// Draws of the linearized outputs f(x; θ̂) + J(θ_s − θ̂) (the Jacobian over every
+    /// parameter: N·K × D per batch of rows).
+    fn f_samples(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Option<Tensor>> {
+        let all: Vec<usize> = (0..self.variances.len()).collect();
+        crate::linearized::samples(self, x, options, &all)
+    }
+
+    /// The linearized Gaussian's moments, exact: f(x; θ̂) and J diag(σ²) Jᵀ.
+    fn f_moments(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<FunctionMoments> {
+        crate::linearized::moments(self, x, options)
+    }
+
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
         let header = Header {
             kind: KIND,

@@ -7,7 +7,9 @@
 //! row scaling for a diagonal covariance; a row scaling and a solve with the small factor for a
 //! low-rank precision, [`Woodbury`](crate::SubnetLaplace)).
 
-use bdl_inference::{Link, MapEstimate, Posterior, PredictOptions, Valid};
+use bdl_inference::{
+    FunctionMoments, Link, MapEstimate, Posterior, PredictOptions, Valid, Validate,
+};
 use bdl_likelihoods::{FunctionVariance, Likelihood, Predictive};
 use bdl_models::Model;
 use candle_core::{DType, Device, Tensor};
@@ -54,6 +56,72 @@ pub(crate) fn f_covariance(
     Ok(Tensor::from_vec(out, (n, k, k), &Device::Cpu)?.to_device(x.device())?)
 }
 
+/// f(x; θ̂) + J_S(x)(θ_s − θ̂)_S for each weight draw θ_s (the rows of `weights`, `[S, D]`):
+/// draws of the linearized outputs at the rows of `x`, `[S, N, K]` (f64), each joint across the
+/// rows; `batch_size` rows per Jacobian.
+pub(crate) fn linearized_draws(
+    map: &MapEstimate,
+    x: &Tensor,
+    subset: &[usize],
+    weights: &Tensor,
+    batch_size: usize,
+) -> Result<Tensor> {
+    let (model, theta) = (map.network(), map.theta());
+    let k = model.n_outputs();
+    let n = bdl_inference::n_rows(x, "x")?;
+    let s = weights.dims2()?.0;
+    let centre = bdl_tensor::to_f64_vec(theta)?;
+    let w = bdl_tensor::to_f64_vec(weights)?;
+    let d = centre.len();
+    // Δ_S, [s, S]: column j the draw's step from θ̂ on the subset.
+    let delta: Vec<f64> = subset
+        .iter()
+        .flat_map(|&i| (0..s).map(move |j| (i, j)))
+        .map(|(i, j)| w[j * d + i] - centre[i])
+        .collect();
+    let delta = Tensor::from_vec(delta, (subset.len(), s), &Device::Cpu)?;
+    let mut parts = Vec::new();
+    for start in (0..n).step_by(batch_size.max(1)) {
+        let rows = batch_size.max(1).min(n - start);
+        let cache = model.forward_cached(theta, &x.narrow(0, start, rows)?)?;
+        let j = model
+            .jacobian(theta, &cache, subset)?
+            .to_dtype(DType::F64)?
+            .to_device(&Device::Cpu)?;
+        // [rows·K, S] → [S, rows, K], plus f(x; θ̂).
+        let step = j.matmul(&delta)?.t()?.reshape((s, rows, k))?;
+        let f = cache.output.to_dtype(DType::F64)?.to_device(&Device::Cpu)?;
+        parts.push(step.broadcast_add(&f.unsqueeze(0)?)?);
+    }
+    Ok(Tensor::cat(&parts, 1)?)
+}
+
+/// The draws of f of a linearized posterior `post` over `subset` ([`Posterior::f_samples`]):
+/// [`linearized_draws`] at its weight draws.
+pub(crate) fn samples<P: LinearizedPosterior + Posterior>(
+    post: &P,
+    x: &Tensor,
+    options: &PredictOptions,
+    subset: &[usize],
+) -> bdl_inference::Result<Option<Tensor>> {
+    let options = options.clone().check()?;
+    let Some(w) = post.sample(options.samples, options.seed)? else {
+        return Ok(None);
+    };
+    let draws = linearized_draws(post.estimate(), x, subset, &w, options.batch_size)?;
+    Ok(Some(draws))
+}
+
+/// The exact moments of a linearized posterior ([`Posterior::f_moments`]).
+pub(crate) fn moments<P: LinearizedPosterior>(
+    post: &P,
+    x: &Tensor,
+    options: &PredictOptions,
+) -> bdl_inference::Result<FunctionMoments> {
+    let options = options.clone().check()?;
+    Ok(post.linearized_moments(x, options.batch_size)?)
+}
+
 /// A Gaussian posterior whose predictive is the linearization of the network at its MAP
 /// estimate.
 ///
@@ -77,6 +145,20 @@ pub trait LinearizedPosterior {
         let diagonal: Vec<u32> = (0..k as u32).map(|i| i * (k as u32 + 1)).collect();
         let diagonal = Tensor::from_vec(diagonal, k, cov.device())?;
         Ok(cov.reshape((n, k * k))?.index_select(&diagonal, 1)?)
+    }
+
+    /// The exact moments of the linearized outputs at the rows of `x`: mean f(x; θ̂),
+    /// covariance J Σ Jᵀ (the function-space view the predictive pushes through the
+    /// likelihood).
+    fn linearized_moments(&self, x: &Tensor, batch_size: usize) -> Result<FunctionMoments> {
+        Ok(FunctionMoments {
+            mean: self
+                .estimate()
+                .outputs(x, batch_size)?
+                .to_dtype(DType::F64)?
+                .to_device(&Device::Cpu)?,
+            covariance: self.f_covariance(x, batch_size)?.to_device(&Device::Cpu)?,
+        })
     }
 
     /// The linearized predictive at the rows of `x`: with the probit link for classification

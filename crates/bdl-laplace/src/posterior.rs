@@ -8,8 +8,8 @@ use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
 use bdl_inference::{
-    InvalidParam, MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid, Validate,
-    at_least_one,
+    FunctionMoments, InvalidParam, MapEstimate, Posterior, PredictOptions, Prediction, Predictor,
+    Valid, Validate, at_least_one,
 };
 use bdl_models::Model;
 use bdl_tensor::Seed;
@@ -536,6 +536,24 @@ impl Posterior for SubnetLaplace {
 
     fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
         Ok(Some(SubnetLaplace::sample(self, n, seed)?))
+    }
+
+    /// Draws of the linearized outputs f(x; θ̂) + J_S(θ_s − θ̂)_S.
+    fn f_samples(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<Option<Tensor>> {
+        crate::linearized::samples(self, x, options, &self.subset)
+    }
+
+    /// The linearized Gaussian's moments, exact: f(x; θ̂) and J_S Σ_S J_Sᵀ.
+    fn f_moments(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<FunctionMoments> {
+        crate::linearized::moments(self, x, options)
     }
 
     /// Saves θ̂, the subset and H_S (dense) or M (low rank); [`load`](Posterior::load) factors

@@ -4,7 +4,9 @@
 use std::path::Path;
 
 use bdl_inference::checkpoint::{self, Header};
-use bdl_inference::{Posterior, PredictOptions, Prediction, Predictor, Valid};
+use bdl_inference::{
+    FunctionMoments, Posterior, PredictOptions, Prediction, Predictor, Valid, Validate,
+};
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
@@ -86,6 +88,17 @@ impl Posterior for ChainWindow {
             .weight_mixture(x, options.batch_size, self.iterations.len(), |s| {
                 Ok(self.draws.get(s)?)
             })
+    }
+
+    /// The moments over every draw of the window (exact, not a resample).
+    fn f_moments(
+        &self,
+        x: &Tensor,
+        options: &PredictOptions,
+    ) -> bdl_inference::Result<FunctionMoments> {
+        let options = options.clone().check()?;
+        let f = bdl_inference::outputs_at(self.network(), &self.draws, x, options.batch_size)?;
+        FunctionMoments::of_draws(&f)
     }
 
     /// `n` draws picked uniformly with replacement from the stream of `seed`.

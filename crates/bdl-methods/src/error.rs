@@ -54,6 +54,47 @@ impl Error {
     }
 }
 
+/// Whether `cause`, an error of this layer or of any method crate (as found walking an error's
+/// source chain, `anyhow`'s `chain()` say), is a divergence: for code that calls the method
+/// crates directly and still wants the one question answered in one place.
+///
+/// ```
+/// let e = bdl_inference::Error::NonFiniteStep { epoch: 2, step: 0 };
+/// assert!(bdl_methods::diverged(&e));
+/// let bad = bdl_inference::InvalidParam::new("epochs", 0, ">= 1");
+/// assert!(!bdl_methods::diverged(&bad));
+/// ```
+pub fn diverged(cause: &(dyn std::error::Error + 'static)) -> bool {
+    if let Some(e) = cause.downcast_ref::<Error>() {
+        return e.is_divergence();
+    }
+    if let Some(e) = cause.downcast_ref::<bdl_inference::Error>() {
+        return e.is_divergence();
+    }
+    if let Some(e) = cause.downcast_ref::<bdl_variational::Error>() {
+        return match e {
+            bdl_variational::Error::Diverged { .. } => true,
+            bdl_variational::Error::Inference(e) => e.is_divergence(),
+            _ => false,
+        };
+    }
+    let inner = cause
+        .downcast_ref::<bdl_baselines::Error>()
+        .and_then(|e| match e {
+            bdl_baselines::Error::Inference(e) => Some(e),
+            _ => None,
+        })
+        .or_else(|| match cause.downcast_ref::<bdl_laplace::Error>() {
+            Some(bdl_laplace::Error::Inference(e)) => Some(e),
+            _ => None,
+        })
+        .or_else(|| match cause.downcast_ref::<bdl_mcmc::Error>() {
+            Some(bdl_mcmc::Error::Inference(e)) => Some(e),
+            _ => None,
+        });
+    inner.is_some_and(bdl_inference::Error::is_divergence)
+}
+
 /// The result type of the method layer.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -127,5 +168,6 @@ macro_rules! lift_failure {
 lift_failure!(
     candle_core::Error,
     bdl_tensor::Error,
+    bdl_data::Error,
     bdl_inference::InvalidParam
 );

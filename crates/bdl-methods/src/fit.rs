@@ -3,20 +3,20 @@
 use std::time::Instant;
 
 use bdl_baselines::McDropout;
-use bdl_data::Dataset;
+use bdl_data::{Dataset, Provenance, Task};
 use bdl_inference::{MapEstimate, Posterior, Validate};
 use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{Blocking, ChainWindow, Sampler};
 use bdl_models::{Model as _, Network};
-use candle_core::Tensor;
+use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
 use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SubsetRule, VariationalSpec};
 
 /// What every method is fitted to: the network, its parameters θ (the start of training or
-/// sampling, or the MAP a Laplace is taken at), the likelihood and the training data.
+/// sampling, or the MAP a Laplace is taken at), the likelihood and the training data (x, y).
 #[derive(Clone, Copy, Debug)]
 pub struct Problem<'a> {
     /// The network.
@@ -25,24 +25,56 @@ pub struct Problem<'a> {
     pub theta: &'a Tensor,
     /// The likelihood (with its σ for regression).
     pub likelihood: Likelihood,
-    /// The training data.
-    pub data: &'a Dataset,
+    /// The training inputs, `[N, d]` (or images), in θ's dtype.
+    pub x: &'a Tensor,
+    /// The training targets: `[N, k]` for regression, u32 labels `[N]` for classification.
+    pub y: &'a Tensor,
 }
 
 impl<'a> Problem<'a> {
-    /// The problem of fitting `network` from `theta` under `likelihood` to `data`.
+    /// The problem of fitting `network` from `theta` under `likelihood` to the examples (x, y).
     pub fn new(
         network: &'a Network,
         theta: &'a Tensor,
         likelihood: Likelihood,
-        data: &'a Dataset,
+        x: &'a Tensor,
+        y: &'a Tensor,
     ) -> Self {
         Self {
             network,
             theta,
             likelihood,
-            data,
+            x,
+            y,
         }
+    }
+
+    /// The examples as a checked [`Dataset`] in f32 (finite inputs and targets, labels below
+    /// the class count), for the sampler, which reads its data from one.
+    fn dataset(&self, method: &'static str) -> Result<Dataset> {
+        let x = self.x.to_dtype(DType::F32).lift(method)?;
+        let names = |prefix: &str, n: usize| (0..n).map(|i| format!("{prefix}{i}")).collect();
+        let task = match (self.likelihood, self.y.dtype()) {
+            (Likelihood::Categorical { classes }, DType::U32) => Task::Classification {
+                classes: names("class ", classes),
+            },
+            (Likelihood::Bernoulli, DType::U32) => Task::Classification {
+                classes: names("class ", 2),
+            },
+            _ => Task::Regression {
+                targets: names("y", self.y.dims().get(1).copied().unwrap_or(1)),
+            },
+        };
+        let y = match task {
+            Task::Regression { .. } => self.y.to_dtype(DType::F32).lift(method)?,
+            Task::Classification { .. } => self.y.clone(),
+        };
+        let provenance = Provenance {
+            description: format!("the training examples of {method}"),
+            files: Vec::new(),
+        };
+        let features = names("x", x.dims().get(1).copied().unwrap_or(0));
+        Dataset::new(x, y, task, features, provenance).lift(method)
     }
 
     /// θ with its network and likelihood, as the MAP estimate a Laplace or MC dropout uses.
@@ -79,7 +111,6 @@ pub struct Diagnostics {
 /// Fits `spec` to `problem`.
 ///
 /// ```
-/// use bdl_data::{Dataset, Provenance, Task};
 /// use bdl_inference::PredictOptions;
 /// use bdl_likelihoods::Likelihood;
 /// use bdl_methods::{MethodSpec, Problem, fit};
@@ -89,18 +120,16 @@ pub struct Diagnostics {
 /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
 /// let x = Tensor::arange(0u32, 32, &Device::Cpu)?.to_dtype(DType::F32)?.affine(0.0625, -1.0)?.unsqueeze(1)?;
 /// let y = (x.clone() * 3.0)?.sin()?;
-/// let task = Task::Regression { targets: vec!["y".into()] };
-/// let data = Dataset::new(x.clone(), y, task, vec!["x".into()], Provenance::default())?;
 /// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?);
 /// let theta0 = net.init(Seed(0), DType::F32, &Device::Cpu)?;
 /// let lik = Likelihood::Gaussian { sigma: 0.1 };
 /// let map_spec: MethodSpec =
 ///     serde_json::from_str(r#"{"method": "map", "config": {"learning_rate": 0.01, "epochs": 200}}"#)?;
-/// let map = fit(&map_spec, &Problem::new(&net, &theta0, lik, &data))?;
+/// let map = fit(&map_spec, &Problem::new(&net, &theta0, lik, &x, &y))?;
 /// // The Laplace at the MAP: the MAP's θ is the next problem's.
 /// let theta = map.posterior.sample(1, Seed(0))?.unwrap().squeeze(0)?;
 /// let laplace_spec: MethodSpec = serde_json::from_str(r#"{"method": "laplace", "config": {}}"#)?;
-/// let laplace = fit(&laplace_spec, &Problem::new(&net, &theta, lik, &data))?;
+/// let laplace = fit(&laplace_spec, &Problem::new(&net, &theta, lik, &x, &y))?;
 /// assert_eq!(laplace.posterior.method(), "full Laplace");
 /// let pred = laplace.posterior.predictive(&x, &PredictOptions::default())?;
 /// assert_eq!(pred.mean()?.dims(), &[32, 1]);
@@ -109,7 +138,7 @@ pub struct Diagnostics {
 pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
     let start = Instant::now();
     let method = spec.name();
-    let (x, y) = (problem.data.x(), problem.data.y());
+    let (x, y) = (problem.x, problem.y);
     let (net, theta, lik) = (problem.network, problem.theta, problem.likelihood);
     let mut diagnostics = Diagnostics::default();
     let posterior: Box<dyn Posterior> = match spec {
@@ -188,7 +217,7 @@ fn laplace(
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
     let map = problem.estimate(method)?;
-    let (x, y) = (problem.data.x(), problem.data.y());
+    let (x, y) = (problem.x, problem.y);
     let config = spec.config.clone().check().lift(method)?;
     let scalar = |prior: &PriorPrecision| match prior {
         PriorPrecision::Scalar(l) => Some(*l),
@@ -304,7 +333,7 @@ fn variational(
         config.subset = Some(subset);
     }
     let config = config.check().lift(method)?;
-    let (x, y) = (problem.data.x(), problem.data.y());
+    let (x, y) = (problem.x, problem.y);
     let fit = bdl_variational::fit(
         problem.network,
         problem.theta,
@@ -353,9 +382,9 @@ fn gibbs(
         };
     }
     let gibbs = gibbs.check().lift(method)?;
-    let data = problem.data;
+    let data = problem.dataset(method)?;
     let (lik, seed) = (problem.likelihood, spec.seed);
-    let mut sampler = Sampler::new(mlp, lik, data, &gibbs, problem.theta, seed).lift(method)?;
+    let mut sampler = Sampler::new(mlp, lik, &data, &gibbs, problem.theta, seed).lift(method)?;
     let mut rng = seed.fork("sweeps").rng();
     if let Some(pilot) = &spec.pilot {
         let pilot = pilot.clone().check().lift(method)?;

@@ -1,6 +1,6 @@
 //! The method layer of bdl: every method as one [`MethodSpec`] (serde, so a list of methods is a
 //! JSON file), fitted by one call, [`fit`], to one [`Problem`] (network, θ, likelihood,
-//! training data), ending in a [`Fitted`]: a boxed [`Posterior`](bdl_inference::Posterior), its
+//! training examples), ending in a [`Fitted`]: a boxed [`Posterior`](bdl_inference::Posterior), its
 //! [`Diagnostics`] and the seconds it took.
 //!
 //! | spec | method | crate |
@@ -16,7 +16,6 @@
 //! is [`Error::Unsupported`].
 //!
 //! ```
-//! use bdl_data::{Dataset, Provenance, Task};
 //! use bdl_inference::PredictOptions;
 //! use bdl_likelihoods::Likelihood;
 //! use bdl_methods::{MethodSpec, Problem, fit};
@@ -26,11 +25,9 @@
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let x = Tensor::arange(0u32, 40, &Device::Cpu)?.to_dtype(DType::F32)?.affine(0.05, -1.0)?.unsqueeze(1)?;
 //! let y = (x.clone() * 3.0)?.sin()?;
-//! let task = Task::Regression { targets: vec!["y".into()] };
-//! let data = Dataset::new(x.clone(), y, task, vec!["x".into()], Provenance::default())?;
 //! let net = Network::from(Mlp::new(MlpSpec::new(&[1, 16, 1], Activation::Tanh))?);
 //! let theta0 = net.init(Seed(0), DType::F32, &Device::Cpu)?;
-//! let problem = Problem::new(&net, &theta0, Likelihood::Gaussian { sigma: 0.2 }, &data);
+//! let problem = Problem::new(&net, &theta0, Likelihood::Gaussian { sigma: 0.2 }, &x, &y);
 //! let specs: Vec<MethodSpec> = serde_json::from_str(r#"[
 //!     {"method": "map", "config": {"learning_rate": 0.01, "epochs": 100}},
 //!     {"method": "swag", "config": {"batch_size": 8, "snapshots": 5}},
@@ -52,7 +49,7 @@ mod fit;
 mod spec;
 mod subset;
 
-pub use error::{Error, Result};
+pub use error::{Error, Result, diverged};
 pub use fit::{Diagnostics, Fitted, Problem, fit};
 pub use spec::{
     GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SubsetRule, VariancesFrom, VariationalSpec,

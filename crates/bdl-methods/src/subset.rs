@@ -12,7 +12,6 @@ impl SubsetRule {
     /// `method` names the fit that asks, for its errors.
     ///
     /// ```
-    /// use bdl_data::{Dataset, Provenance, Task};
     /// use bdl_likelihoods::Likelihood;
     /// use bdl_methods::{Problem, SubsetRule};
     /// use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
@@ -22,9 +21,7 @@ impl SubsetRule {
     /// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 4, 1], Activation::Tanh))?);
     /// let theta = net.init(Seed(0), DType::F32, &Device::Cpu)?;
     /// let x = Tensor::zeros((3, 1), DType::F32, &Device::Cpu)?;
-    /// let task = Task::Regression { targets: vec!["y".into()] };
-    /// let data = Dataset::new(x.clone(), x, task, vec!["x".into()], Provenance::default())?;
-    /// let problem = Problem::new(&net, &theta, Likelihood::Gaussian { sigma: 1.0 }, &data);
+    /// let problem = Problem::new(&net, &theta, Likelihood::Gaussian { sigma: 1.0 }, &x, &x);
     /// // The last layer's weights: 4 of the 13 parameters (0.weight 4, 0.bias 4, 2.weight 4, 2.bias 1).
     /// let last = SubsetRule::LastLayer { candidates: Default::default() };
     /// assert_eq!(last.choose(&problem, "doc")?.unwrap(), [8, 9, 10, 11]);
@@ -66,7 +63,7 @@ impl SubsetRule {
                         problem.network,
                         problem.theta,
                         &problem.likelihood,
-                        problem.data.x(),
+                        problem.x,
                         GGN_BATCH,
                     )
                     .lift(method)?;
@@ -78,7 +75,7 @@ impl SubsetRule {
                 }
                 VariancesFrom::Swag(config) => {
                     let config = config.clone().check().lift(method)?;
-                    let (x, y) = (problem.data.x(), problem.data.y());
+                    let (x, y) = (problem.x, problem.y);
                     let swag = bdl_baselines::train_swag(
                         problem.network,
                         problem.theta,

@@ -1,7 +1,6 @@
 //! `fit` against the method crates called directly: the same posterior from the same settings,
 //! bit for bit; subnetworks that leave the rest of θ fixed; one error kind for divergence.
 
-use bdl_data::{Dataset, Provenance, Task};
 use bdl_inference::{MapConfig, Posterior, PredictOptions, Validate};
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
@@ -18,8 +17,24 @@ use candle_core::{DType, Device, Tensor};
 
 const LIK: Likelihood = Likelihood::Gaussian { sigma: 0.2 };
 
+/// The training examples.
+struct Data {
+    x: Tensor,
+    y: Tensor,
+}
+
+impl Data {
+    fn x(&self) -> &Tensor {
+        &self.x
+    }
+
+    fn y(&self) -> &Tensor {
+        &self.y
+    }
+}
+
 /// y = sin(3x) on 40 points of [−1, 1), an MLP 1-8-1 and its initial θ.
-fn problem() -> (Network, Tensor, Dataset) {
+fn problem() -> (Network, Tensor, Data) {
     let dev = &Device::Cpu;
     let x = Tensor::arange(0u32, 40, dev)
         .unwrap()
@@ -30,10 +45,7 @@ fn problem() -> (Network, Tensor, Dataset) {
         .unsqueeze(1)
         .unwrap();
     let y = (x.clone() * 3.0).unwrap().sin().unwrap();
-    let task = Task::Regression {
-        targets: vec!["y".into()],
-    };
-    let data = Dataset::new(x, y, task, vec!["x".into()], Provenance::default()).unwrap();
+    let data = Data { x, y };
     let net = Network::from(Mlp::new(MlpSpec::new(&[1, 8, 1], Activation::Tanh)).unwrap());
     let theta = net.init(Seed(0), DType::F32, dev).unwrap();
     (net, theta, data)
@@ -62,7 +74,7 @@ fn moments(post: &dyn Posterior, x: &Tensor) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// The MAP of the problem, trained directly.
-fn map_theta(net: &Network, theta: &Tensor, data: &Dataset) -> Tensor {
+fn map_theta(net: &Network, theta: &Tensor, data: &Data) -> Tensor {
     let config = map_config().check().unwrap();
     bdl_inference::train_map(net, theta, LIK, data.x(), data.y(), &config)
         .unwrap()
@@ -76,7 +88,7 @@ fn map_is_train_map() {
     let (net, theta, data) = problem();
     let fitted = fit(
         &MethodSpec::Map(map_config()),
-        &Problem::new(&net, &theta, LIK, &data),
+        &Problem::new(&net, &theta, LIK, data.x(), data.y()),
     )
     .unwrap();
     let direct = map_theta(&net, &theta, &data);
@@ -107,7 +119,7 @@ fn subnetwork_laplace_is_selection_then_fit() {
         ..LaplaceSpec::default()
     });
     assert_eq!(spec.name(), "subnetwork Laplace");
-    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
     assert_eq!(fitted.diagnostics.subnetwork, Some(6));
 
     let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
@@ -137,7 +149,7 @@ fn prior_grid_takes_the_evidence_argmax() {
         prior_grid: Some(grid.clone()),
         ..LaplaceSpec::default()
     });
-    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
     assert_eq!(fitted.posterior.method(), "full Laplace");
 
     let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
@@ -187,7 +199,7 @@ fn variational_subnetwork_is_fit_with_the_rule_subset() {
         config: config.clone(),
         subnetwork: rule,
     });
-    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
     assert_eq!(fitted.posterior.method(), "VOGN");
 
     let subset = selection::random(net.layout(), Candidates::All, 5, Seed(9))
@@ -237,7 +249,7 @@ fn gibbs_over_a_subnetwork_moves_only_it() {
             candidates: Candidates::All,
         },
     });
-    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, &data)).unwrap();
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
     assert_eq!(fitted.diagnostics.subnetwork, Some(9));
     let draws = fitted.posterior.sample(10, Seed(0)).unwrap().unwrap();
     let theta = values(&theta);
@@ -264,7 +276,7 @@ fn gibbs_over_a_subnetwork_moves_only_it() {
 #[test]
 fn divergence_is_one_error_kind() {
     let (net, theta, data) = problem();
-    let problem = Problem::new(&net, &theta, LIK, &data);
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
     let huge = MapConfig {
         learning_rate: 1e12,
         optimizer: bdl_inference::Optimizer::Sgd { momentum: 0.0 },
@@ -297,7 +309,7 @@ fn divergence_is_one_error_kind() {
 #[test]
 fn what_a_method_cannot_do_is_unsupported() {
     let (net, theta, data) = problem();
-    let problem = Problem::new(&net, &theta, LIK, &data);
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
     let diagonal_subnet = MethodSpec::Laplace(LaplaceSpec {
         hessian: Hessian::Diagonal,
         subnetwork: SubsetRule::LastLayer {
@@ -326,7 +338,7 @@ fn what_a_method_cannot_do_is_unsupported() {
         seed: Seed(0),
         subnetwork: SubsetRule::All,
     });
-    let e = fit(&gibbs, &Problem::new(&cnn, &theta, LIK, &data))
+    let e = fit(&gibbs, &Problem::new(&cnn, &theta, LIK, data.x(), data.y()))
         .err()
         .expect("a CNN");
     assert_eq!(
@@ -343,7 +355,7 @@ fn invalid_settings_name_the_parameter() {
         batch_size: 0,
         ..map_config()
     });
-    let e = fit(&spec, &Problem::new(&net, &theta, LIK, &data))
+    let e = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y()))
         .err()
         .expect("batch size 0");
     assert!(matches!(e, Error::Failed { method: "MAP", .. }), "{e}");
