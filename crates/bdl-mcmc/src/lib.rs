@@ -26,6 +26,11 @@
 //! - [`ChainWindow`] (from [`Chain::window`]) is the posterior of the kept draws: its predictive
 //!   is the Bayesian marginalisation (1/S) Σ_s p(y | x, θ_s) over them.
 //!
+//! - [`split_rhat`]: the split potential scale reduction R̂ across chains, beside the ESS.
+//! - [`sample_sgmcmc`]: stochastic-gradient MCMC over the flat parameters of any network —
+//!   SGLD, SGHMC, each with a constant or cyclical step size — over every parameter or a
+//!   subset, its kept draws a [`ChainWindow`] named by the dynamics.
+//!
 //! Every random number comes from a seeded stream: the same [`ChainConfig::seed`] gives the same
 //! chains, on every run and thread count.
 
@@ -38,7 +43,9 @@ mod ess;
 mod incremental;
 mod kernel;
 mod pilot;
+mod rhat;
 mod sampler;
+mod sgmcmc;
 mod window;
 
 pub use bdl_tensor::Real;
@@ -50,5 +57,7 @@ pub use error::{Error, Result};
 pub use ess::{LayerEss, effective_sample_size, ess_by_layer};
 pub use kernel::{Acceptance, BlockTarget, DensityTarget, Kernel, OnReject, State};
 pub use pilot::{Pilot, PilotReport};
+pub use rhat::split_rhat;
 pub use sampler::Sampler;
+pub use sgmcmc::{Dynamics, Schedule, SgmcmcConfig, SgmcmcFit, sample_sgmcmc};
 pub use window::ChainWindow;

@@ -30,6 +30,23 @@ pub struct ChainWindow {
     draws: Tensor,
     iterations: Vec<u64>,
     seed: Option<Seed>,
+    /// The sampler that drew them, the posterior's method name.
+    sampler: String,
+}
+
+/// The sampler of a window built by [`ChainWindow::new`].
+const GIBBS: &str = "blocked Gibbs";
+
+/// What the sidecar records besides the draws: the iterations and the sampler (a bare list of
+/// iterations in files written before windows named their sampler, all blocked Gibbs).
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(untagged)]
+enum Saved {
+    Named {
+        iterations: Vec<u64>,
+        sampler: String,
+    },
+    Iterations(Vec<u64>),
 }
 
 impl ChainWindow {
@@ -52,7 +69,14 @@ impl ChainWindow {
             draws,
             iterations,
             seed: None,
+            sampler: GIBBS.to_owned(),
         })
+    }
+
+    /// The same window, drawn by `sampler` (its method name: "SGLD", "SGHMC", …).
+    pub fn by(mut self, sampler: impl Into<String>) -> Self {
+        self.sampler = sampler.into();
+        self
     }
 
     /// The same window, recording the seed of the chains it comes from (saved in its sidecar).
@@ -76,7 +100,7 @@ const KIND: &str = "chain-window";
 
 impl Posterior for ChainWindow {
     fn method(&self) -> &str {
-        "blocked Gibbs"
+        &self.sampler
     }
 
     fn predictor(&self) -> &Predictor {
@@ -116,20 +140,32 @@ impl Posterior for ChainWindow {
             kind: KIND,
             predictor: &self.predictor,
             seed: self.seed,
-            config: &self.iterations,
+            config: &Saved::Named {
+                iterations: self.iterations.clone(),
+                sampler: self.sampler.clone(),
+            },
         };
         checkpoint::save(path, &header, vec![("draws", self.draws.clone())])
     }
 
     fn load(path: &Path) -> bdl_inference::Result<Self> {
-        let mut saved = checkpoint::load::<Vec<u64>>(path, KIND)?;
-        let shape = [saved.config.len(), saved.n_params()];
+        let mut saved = checkpoint::load::<Saved>(path, KIND)?;
+        let (iterations, sampler) =
+            match std::mem::replace(&mut saved.config, Saved::Iterations(vec![])) {
+                Saved::Named {
+                    iterations,
+                    sampler,
+                } => (iterations, sampler),
+                Saved::Iterations(iterations) => (iterations, GIBBS.to_owned()),
+            };
+        let shape = [iterations.len(), saved.n_params()];
         let draws = saved.tensor("draws", &shape)?;
         let network = saved.predictor.network().clone();
         let likelihood = saved.predictor.likelihood();
-        let window = Self::new(network, likelihood, draws, saved.config)?;
+        let window = Self::new(network, likelihood, draws, iterations)?;
         Ok(Self {
             seed: saved.seed,
+            sampler,
             ..window
         })
     }
@@ -170,5 +206,32 @@ mod tests {
         );
         let none = Tensor::zeros((0, d), DType::F64, &dev).unwrap();
         assert!(ChainWindow::new(net, lik, none, vec![]).is_err());
+    }
+
+    /// A window keeps its sampler's name through save and load; a sidecar written before
+    /// windows named their sampler (a bare list of iterations) loads as blocked Gibbs.
+    #[test]
+    fn the_sampler_name_survives_save_and_load() {
+        let dev = Device::Cpu;
+        let net = Network::from(Mlp::new(MlpSpec::new(&[1, 2, 1], Activation::Tanh)).unwrap());
+        let d = net.layout().len();
+        let draws =
+            bdl_tensor::normal(&mut Seed(2).rng(), (3, d), 0.0, 1.0, DType::F64, &dev).unwrap();
+        let lik = Likelihood::Gaussian { sigma: 1.0 };
+        let window = ChainWindow::new(net, lik, draws, vec![4, 5, 6])
+            .unwrap()
+            .by("SGLD");
+        let path =
+            std::env::temp_dir().join(format!("bdl-window-{}.safetensors", std::process::id()));
+        window.save(&path).unwrap();
+        let back = ChainWindow::load(&path).unwrap();
+        assert_eq!(
+            (back.method(), back.iterations()),
+            ("SGLD", &[4u64, 5, 6][..])
+        );
+        std::fs::remove_file(&path).ok();
+        std::fs::remove_file(path.with_extension("json")).ok();
+        let old: Saved = serde_json::from_str("[4, 5, 6]").unwrap();
+        assert!(matches!(old, Saved::Iterations(i) if i == [4, 5, 6]));
     }
 }

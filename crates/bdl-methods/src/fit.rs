@@ -13,7 +13,7 @@ use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
-use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SubsetRule, VariationalSpec};
+use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SgmcmcSpec, SubsetRule, VariationalSpec};
 
 /// What every method is fitted to: the network, its parameters θ (the start of training or
 /// sampling, or the MAP a Laplace is taken at), the likelihood and the training data (x, y).
@@ -201,6 +201,7 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
         MethodSpec::Laplace(spec) => laplace(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Variational(spec) => variational(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Gibbs(spec) => gibbs(spec, problem, method, &mut diagnostics)?,
+        MethodSpec::Sgmcmc(spec) => sgmcmc(spec, problem, method, &mut diagnostics)?,
     };
     Ok(Fitted {
         posterior,
@@ -344,6 +345,31 @@ fn variational(
     )
     .lift(method)?;
     diagnostics.losses = fit.nll;
+    Ok(Box::new(fit.posterior))
+}
+
+/// A stochastic-gradient sampler from θ over the subnetwork its rule chooses.
+fn sgmcmc(
+    spec: &SgmcmcSpec,
+    problem: &Problem<'_>,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<Box<dyn Posterior>> {
+    let mut config = spec.config.clone();
+    if let Some(subset) = spec.subnetwork.choose(problem, method)? {
+        if config.subset.is_some() {
+            return Err(Error::Unsupported {
+                method,
+                what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
+            });
+        }
+        diagnostics.subnetwork = Some(subset.len());
+        config.subset = Some(subset);
+    }
+    let config = config.check().lift(method)?;
+    let (net, lik) = (problem.network, problem.likelihood);
+    let fit = bdl_mcmc::sample_sgmcmc(net, problem.theta, lik, problem.x, problem.y, &config)
+        .lift(method)?;
     Ok(Box::new(fit.posterior))
 }
 

@@ -10,6 +10,7 @@
 //! | `variational` | Vadam, Vprop, VOGN, VadaGrad, VON, BBVI, IVON, over a subnetwork or all | `bdl-variational` |
 //! | `swag`, `mc-dropout`, `ensemble` | SWAG, MC dropout, deep ensembles | `bdl-baselines` |
 //! | `gibbs` | a window of a Metropolis-within-blocked-Gibbs chain (MLPs), over a subnetwork or all | `bdl-mcmc` |
+//! | `sgmcmc` | SGLD or SGHMC, constant or cyclical step size, over a subnetwork or all (any network) | `bdl-mcmc` |
 //!
 //! A divergence is one error kind, [`Error::Diverged`], whichever method diverged; a
 //! specification a method cannot follow (a diagonal Laplace over a subnetwork, Gibbs on a CNN)
@@ -52,5 +53,6 @@ mod subset;
 pub use error::{Error, Result, diverged};
 pub use fit::{Diagnostics, Fitted, Problem, fit};
 pub use spec::{
-    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SubsetRule, VariancesFrom, VariationalSpec,
+    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SgmcmcSpec, SubsetRule, VariancesFrom,
+    VariationalSpec,
 };

@@ -5,13 +5,14 @@ use bdl_baselines::{EnsembleConfig, SwagConfig};
 use bdl_inference::MapConfig;
 use bdl_laplace::LaplaceConfig;
 use bdl_laplace::selection::Candidates;
-use bdl_mcmc::{GibbsConfig, Pilot};
+use bdl_mcmc::{GibbsConfig, Pilot, SgmcmcConfig};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
 use serde::{Deserialize, Serialize};
 
 /// One method with its settings: in JSON an object `{"method": name, "config": settings}` with
-/// the names `map`, `laplace`, `variational`, `swag`, `mc-dropout`, `ensemble` and `gibbs`.
+/// the names `map`, `laplace`, `variational`, `swag`, `mc-dropout`, `ensemble`, `gibbs` and
+/// `sgmcmc`.
 ///
 /// Every method starts from the problem's parameters θ ([`Problem`](crate::Problem)): the MAP,
 /// SWAG, MC dropout and the variational methods train from θ; the Laplace family is taken at θ
@@ -53,6 +54,9 @@ pub enum MethodSpec {
     Ensemble(EnsembleConfig),
     /// A window of a Metropolis-within-blocked-Gibbs chain from θ (MLPs only).
     Gibbs(GibbsSpec),
+    /// Stochastic-gradient MCMC from θ (SGLD or SGHMC, constant or cyclical step size), over
+    /// every parameter or a subnetwork with the rest fixed at θ.
+    Sgmcmc(SgmcmcSpec),
 }
 
 impl MethodSpec {
@@ -71,6 +75,7 @@ impl MethodSpec {
             Self::McDropout(_) => "MC dropout",
             Self::Ensemble(_) => "deep ensemble",
             Self::Gibbs(_) => "blocked Gibbs",
+            Self::Sgmcmc(s) => s.config.dynamics.name(),
         }
     }
 }
@@ -139,6 +144,18 @@ pub struct GibbsSpec {
     /// The root of the chain's streams (minibatch orders, proposals, acceptance tests).
     #[serde(default = "seed_zero")]
     pub seed: Seed,
+    /// The parameters sampled; the others stay at θ.
+    #[serde(default)]
+    pub subnetwork: SubsetRule,
+}
+
+/// A stochastic-gradient sampler, over every parameter or over a subnetwork.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SgmcmcSpec {
+    /// The dynamics, schedule and run (its `subset` of explicit indices, or `subnetwork` here,
+    /// not both).
+    #[serde(flatten)]
+    pub config: SgmcmcConfig,
     /// The parameters sampled; the others stay at θ.
     #[serde(default)]
     pub subnetwork: SubsetRule,

@@ -361,3 +361,38 @@ fn invalid_settings_name_the_parameter() {
     assert!(matches!(e, Error::Failed { method: "MAP", .. }), "{e}");
     assert!(e.to_string().contains("batch_size"), "{e}");
 }
+
+/// SGHMC over the last layer: `sample_sgmcmc` with the rule's indices, bit for bit, from JSON.
+#[test]
+fn sgmcmc_subnetwork_is_sample_sgmcmc_with_the_rule_subset() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let spec: MethodSpec = serde_json::from_str(
+        r#"{"method": "sgmcmc", "config": {"dynamics": {"kind": "sghmc", "friction": 0.1},
+            "step_size": 1e-5, "prior_precision": 1.0, "epochs": 20, "batch_size": 8,
+            "burn_in": 50, "keep_every": 5, "seed": 4,
+            "subnetwork": {"rule": "last-layer", "candidates": "all"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(spec.name(), "SGHMC");
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
+    assert_eq!(fitted.diagnostics.subnetwork, Some(9));
+    let MethodSpec::Sgmcmc(s) = &spec else {
+        unreachable!()
+    };
+    let d = net.layout().len();
+    let config = bdl_mcmc::SgmcmcConfig {
+        subset: Some((d - 9..d).collect()),
+        ..s.config.clone()
+    }
+    .check()
+    .unwrap();
+    let direct = bdl_mcmc::sample_sgmcmc(&net, &theta, LIK, data.x(), data.y(), &config)
+        .unwrap()
+        .posterior;
+    assert_eq!(
+        moments(fitted.posterior.as_ref(), data.x()),
+        moments(&direct, data.x())
+    );
+    assert_eq!(fitted.posterior.method(), "SGHMC");
+}
