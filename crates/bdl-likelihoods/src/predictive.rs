@@ -271,6 +271,59 @@ impl Predictive {
         (dims[0], dims[1])
     }
 
+    /// A regression predictive widened about its mean m by `factor` s > 0: a Gaussian's
+    /// variance times s²; a mixture's component means m + s(μ_k − m) and variances s² v_k (its
+    /// weights kept), so that its mean is unchanged and its total variance s² times its own.
+    ///
+    /// ```
+    /// use bdl_likelihoods::Predictive;
+    /// use candle_core::{Device, Tensor};
+    /// # fn main() -> Result<(), bdl_likelihoods::Error> {
+    /// let dev = &Device::Cpu;
+    /// let two = Predictive::gaussian_mixture(
+    ///     &Tensor::new(&[[[0.0f64]], [[2.0]]], dev)?,
+    ///     &Tensor::new(&[[[1.0f64]], [[1.0]]], dev)?,
+    /// )?;
+    /// let wide = two.widened(3.0)?;
+    /// assert_eq!(wide.mean()?.to_vec2::<f64>()?, [[1.0]]);
+    /// assert_eq!(wide.variance()?.to_vec2::<f64>()?, [[9.0 * 2.0]]);
+    /// # Ok(()) }
+    /// ```
+    pub fn widened(&self, factor: f64) -> Result<Self> {
+        if !(factor > 0.0 && factor.is_finite()) {
+            return Err(Error::InvalidVariance {
+                arg: "widening factor".into(),
+                index: 0,
+                value: factor,
+                requirement: "> 0 and finite",
+            });
+        }
+        let s2 = factor * factor;
+        match self {
+            Self::Gaussian { mean, var } => Ok(Self::Gaussian {
+                mean: mean.clone(),
+                var: (var * s2)?,
+            }),
+            Self::GaussianMixture {
+                weights,
+                means,
+                vars,
+            } => {
+                let m = self.mean()?.unsqueeze(0)?;
+                Ok(Self::GaussianMixture {
+                    weights: weights.clone(),
+                    means: (means.broadcast_sub(&m)? * factor)?.broadcast_add(&m)?,
+                    vars: (vars * s2)?,
+                })
+            }
+            Self::Categorical { .. } => Err(Error::WrongKind {
+                op: "Predictive::widened",
+                expected: "a regression predictive",
+                actual: self.kind(),
+            }),
+        }
+    }
+
     /// Whether this is a categorical predictive (class probabilities).
     pub fn is_categorical(&self) -> bool {
         matches!(self, Self::Categorical { .. })
