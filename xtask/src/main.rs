@@ -1,6 +1,5 @@
 //! Project automation for bdl, run as `cargo xtask <command>`.
 
-mod bench;
 mod fetch;
 mod reproduce;
 
@@ -24,7 +23,7 @@ enum Command {
     /// Reproduce the papers' experiments (results under target/reproduce/).
     Reproduce(reproduce::ReproduceArgs),
     /// Run the performance suite: each line a ratio against a naive reference, in one run.
-    Bench(bench::BenchArgs),
+    Bench(bdl_experiments::bench::BenchArgs),
 }
 
 fn main() -> anyhow::Result<ExitCode> {
@@ -34,7 +33,7 @@ fn main() -> anyhow::Result<ExitCode> {
     match Cli::parse().command {
         Command::Fetch(args) => fetch::run(&args),
         Command::Reproduce(args) => reproduce::run(&args),
-        Command::Bench(args) => bench::run(&args),
+        Command::Bench(args) => bdl_experiments::bench::run(&args),
     }?;
     Ok(ExitCode::SUCCESS)
 }

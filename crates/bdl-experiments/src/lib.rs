@@ -14,6 +14,7 @@
 //!
 //! Each experiment writes `OUT/<experiment>/<profile>/`, so the profiles never share a folder.
 
+pub mod bench;
 pub mod claim;
 pub mod concurrency;
 pub mod progress;

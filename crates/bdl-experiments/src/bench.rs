@@ -1,4 +1,4 @@
-//! `cargo xtask bench`: the performance suite. Each line is a ratio measured in one run: ours
+//! The performance suite behind `cargo xtask bench`. Each line is a ratio measured in one run: ours
 //! against a naive reference computing the same numbers.
 
 use std::time::{Duration, Instant};
@@ -15,7 +15,7 @@ use candle_core::{DType, Device, Tensor, Var};
 
 /// Arguments of `cargo xtask bench`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct BenchArgs {
+pub struct BenchArgs {
     /// Size s of the large-subnetwork benchmark (an MNIST-sized MLP); 0 skips it.
     #[arg(long, default_value_t = 40_000)]
     subnet: usize,
@@ -26,7 +26,7 @@ pub(crate) struct BenchArgs {
 
 /// A group of benchmark lines.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Group {
+pub enum Group {
     /// The models' (a, δ) products.
     Models,
     /// GGN, Laplace, evidence, predictive and the large subnetwork.
@@ -38,7 +38,7 @@ pub(crate) enum Group {
 }
 
 /// Runs the selected benchmarks and prints one line each.
-pub(crate) fn run(args: &BenchArgs) -> Result<()> {
+pub fn run(args: &BenchArgs) -> Result<()> {
     let on = |g: Group| args.only.is_empty() || args.only.contains(&g);
     // The targets' verdicts depend on it (docs/REPRODUCTION.md, "Benchmarks").
     let bytes = bdl_tensor::vector_bytes();

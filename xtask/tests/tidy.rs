@@ -1,0 +1,201 @@
+//! The rules of `docs/ARCHITECTURE.md` that a reading of the sources can check, run by
+//! `cargo test`: every crate's (and xtask's) direct bdl dependencies within `.ci/layers`; every
+//! library source file opens with its module documentation; no `.unwrap()` in library code
+//! outside tests (errors are typed; a broken invariant is an `expect` that says which).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("xtask sits in the workspace")
+        .to_path_buf()
+}
+
+/// `.ci/layers`: crate → the bdl crates it may depend on.
+fn layers() -> BTreeMap<String, BTreeSet<String>> {
+    let text = fs::read_to_string(root().join(".ci/layers")).expect(".ci/layers");
+    text.lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(|l| {
+            let (name, allowed) = l.split_once(':').expect("crate: allowed …");
+            let allowed = allowed.split_whitespace().map(str::to_owned).collect();
+            (name.trim().to_owned(), allowed)
+        })
+        .collect()
+}
+
+/// The bdl crates a manifest names under `[dependencies]` or `[build-dependencies]`.
+fn bdl_dependencies(manifest: &str) -> BTreeSet<String> {
+    let mut section = "";
+    let mut deps = BTreeSet::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+            continue;
+        }
+        if (section == "[dependencies]" || section == "[build-dependencies]")
+            && line.starts_with("bdl-")
+        {
+            let name: String = line
+                .chars()
+                .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+                .collect();
+            deps.insert(name);
+        }
+    }
+    deps
+}
+
+/// Every workspace member's manifest directory: `crates/*` and `xtask`.
+fn members() -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = fs::read_dir(root().join("crates"))
+        .expect("crates/")
+        .map(|e| e.expect("a directory entry").path())
+        .filter(|p| p.join("Cargo.toml").exists())
+        .collect();
+    dirs.push(root().join("xtask"));
+    dirs.sort();
+    dirs
+}
+
+#[test]
+fn every_crate_depends_only_on_the_layers_below_it() {
+    let layers = layers();
+    let mut violations = Vec::new();
+    for dir in members() {
+        let name = dir
+            .file_name()
+            .expect("a name")
+            .to_string_lossy()
+            .into_owned();
+        let Some(allowed) = layers.get(&name) else {
+            violations.push(format!("{name} has no line in .ci/layers"));
+            continue;
+        };
+        let manifest = fs::read_to_string(dir.join("Cargo.toml")).expect("a manifest");
+        for dep in bdl_dependencies(&manifest) {
+            if !allowed.contains(&dep) {
+                violations.push(format!("{name} must not depend on {dep}"));
+            }
+        }
+    }
+    assert!(violations.is_empty(), "{}", violations.join("\n"));
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn sources(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for entry in fs::read_dir(dir).expect("a source directory") {
+        let path = entry.expect("a directory entry").path();
+        if path.is_dir() {
+            out.extend(sources(&path));
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+    out
+}
+
+/// The files of modules declared only for tests or fuzzing (`#[cfg(test)] mod name;`).
+fn test_only_modules(files: &[PathBuf]) -> BTreeSet<PathBuf> {
+    let mut out = BTreeSet::new();
+    for file in files {
+        let text = fs::read_to_string(file).expect("a source file");
+        let lines: Vec<&str> = text.lines().map(str::trim).collect();
+        let stem = file.file_stem().expect("a name").to_string_lossy();
+        let dir = file.parent().expect("a directory");
+        let base = if ["lib", "main", "mod"].contains(&stem.as_ref()) {
+            dir.to_path_buf()
+        } else {
+            dir.join(stem.as_ref())
+        };
+        for (i, line) in lines.iter().enumerate() {
+            let Some(name) = line
+                .strip_prefix("pub mod ")
+                .or_else(|| line.strip_prefix("pub(crate) mod "))
+                .or_else(|| line.strip_prefix("mod "))
+                .and_then(|rest| rest.strip_suffix(';'))
+            else {
+                continue;
+            };
+            let gated = lines[i.saturating_sub(3)..i]
+                .iter()
+                .any(|l| l.starts_with("#[cfg(") && (l.contains("test") || l.contains("fuzzing")));
+            if gated {
+                out.insert(base.join(format!("{name}.rs")));
+                out.insert(base.join(name).join("mod.rs"));
+            }
+        }
+    }
+    out
+}
+
+/// The library source files: every crate's `src/`, less the modules compiled only for tests.
+fn library_sources() -> Vec<PathBuf> {
+    let files: Vec<PathBuf> = members()
+        .into_iter()
+        .filter(|d| d.file_name().is_some_and(|n| n != "xtask"))
+        .flat_map(|d| sources(&d.join("src")))
+        .collect();
+    let tests = test_only_modules(&files);
+    files.into_iter().filter(|f| !tests.contains(f)).collect()
+}
+
+#[test]
+fn every_library_file_opens_with_its_module_documentation() {
+    let undocumented: Vec<String> = library_sources()
+        .into_iter()
+        .filter(|f| {
+            let text = fs::read_to_string(f).expect("a source file");
+            !text.trim_start().starts_with("//!")
+        })
+        .map(|f| f.display().to_string())
+        .collect();
+    assert!(
+        undocumented.is_empty(),
+        "no `//!` module documentation:\n{}",
+        undocumented.join("\n")
+    );
+}
+
+#[test]
+fn library_code_does_not_unwrap() {
+    let mut found = Vec::new();
+    for file in library_sources() {
+        let text = fs::read_to_string(&file).expect("a source file");
+        for (n, line) in text.lines().enumerate() {
+            let code = line.trim_start();
+            if code.starts_with("#[cfg(test)]") {
+                break; // the file's tests, at its end
+            }
+            if !code.starts_with("//") && code.contains(".unwrap()") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, code));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "`.unwrap()` in library code:\n{}",
+        found.join("\n")
+    );
+}
+
+/// The parser above on a manifest and on module declarations, so that the rules cannot pass by
+/// reading nothing.
+#[test]
+fn the_readers_see_what_they_check() {
+    let manifest = "[package]\nname = \"x\"\n[dependencies]\nbdl-tensor.workspace = true\n\
+                    serde.workspace = true\n[dev-dependencies]\nbdl-data.workspace = true\n";
+    assert_eq!(
+        bdl_dependencies(manifest),
+        BTreeSet::from(["bdl-tensor".to_owned()])
+    );
+    assert!(layers().len() >= 13);
+    assert!(library_sources().len() > 100);
+    let data = root().join("crates/bdl-data/src");
+    let gated = test_only_modules(&[data.join("lib.rs")]);
+    assert!(gated.contains(&data.join("test_util.rs")), "{gated:?}");
+}
