@@ -12,6 +12,8 @@
 //! - [`DiagLaplace`] is the diagonal posterior over all parameters, σ_d² = 1/(h_dd + λ_d);
 //! - [`Evidence`] tunes λ (and σ) by the Laplace marginal likelihood or by validation
 //!   log-likelihood from one eigendecomposition of the GGN, each candidate costing O(s);
+//! - [`layerwise_prior`] gives every layer its own λ by the marginal likelihood (MacKay's fixed
+//!   point);
 //! - [`selection`] chooses the subnetwork: the Wasserstein rule (largest marginal variance),
 //!   random, magnitude, last layer, or a sensitivity score.
 
@@ -19,6 +21,7 @@ mod diagonal;
 mod error;
 mod evidence;
 mod ggn;
+mod layerwise;
 mod linearized;
 mod posterior;
 mod prior;
@@ -28,6 +31,7 @@ pub use diagonal::DiagLaplace;
 pub use error::{Error, Result};
 pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
+pub use layerwise::{LayerwisePrior, layerwise_prior};
 pub use linearized::LinearizedPosterior;
 pub use posterior::{LaplaceConfig, SubnetLaplace};
 pub use prior::{PriorPrecision, SubsetScaling};

@@ -102,6 +102,8 @@ pub struct Diagnostics {
     pub losses: Vec<f64>,
     /// The scalar prior precision of a Laplace posterior (the grid's choice when it had one).
     pub prior_precision: Option<f64>,
+    /// A Laplace posterior's λ of every layer, when they were tuned per layer.
+    pub layer_prior_precisions: Vec<f64>,
     /// How many parameters the posterior is over, when a subnetwork rule chose them.
     pub subnetwork: Option<usize>,
     /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations.
@@ -224,6 +226,13 @@ fn laplace(
         PriorPrecision::Scalar(l) => Some(*l),
         _ => None,
     };
+    if spec.layerwise_prior && (spec.hessian == Hessian::Diagonal || spec.prior_grid.is_some()) {
+        return Err(Error::Unsupported {
+            method,
+            what: "tune λ per layer with a diagonal GGN or a prior grid (full GGN only, no grid)"
+                .into(),
+        });
+    }
     match spec.hessian {
         Hessian::Diagonal => {
             if spec.subnetwork != SubsetRule::All {
@@ -273,6 +282,17 @@ fn laplace(
             diagnostics.subnetwork = subset.as_ref().map(Vec::len);
             let subset = subset.unwrap_or_else(|| (0..d).collect());
             let post: SubnetLaplace = match &spec.prior_grid {
+                None if spec.layerwise_prior => {
+                    let start = scalar(&spec.config.prior).ok_or_else(|| Error::Unsupported {
+                        method,
+                        what: "tune λ per layer from a per-parameter prior (give a scalar)".into(),
+                    })?;
+                    let tuned =
+                        bdl_laplace::layerwise_prior(&map, x, subset, start, LAYERWISE_STEPS)
+                            .lift(method)?;
+                    diagnostics.layer_prior_precisions = tuned.lambdas;
+                    tuned.posterior
+                }
                 None => {
                     diagnostics.prior_precision = scalar(&spec.config.prior);
                     SubnetLaplace::fit(&map, x, subset, &config).lift(method)?
@@ -294,6 +314,9 @@ fn laplace(
         }
     }
 }
+
+/// The most fixed-point steps of a per-layer prior.
+const LAYERWISE_STEPS: usize = 500;
 
 /// The candidate of `grid` with the largest score (the first of equals), its value and λ.
 fn best<P>(

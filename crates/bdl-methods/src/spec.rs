@@ -107,6 +107,10 @@ pub struct LaplaceSpec {
     /// diagonal) instead of `config.prior`, used as the subnetwork's λ as it is (no scaling).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prior_grid: Option<Vec<f64>>,
+    /// One λ per layer by the marginal likelihood (MacKay's fixed point, from the scalar
+    /// `config.prior`), full GGN only.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub layerwise_prior: bool,
 }
 
 /// A variational fit, over every parameter or over a subnetwork.

@@ -396,3 +396,29 @@ fn sgmcmc_subnetwork_is_sample_sgmcmc_with_the_rule_subset() {
     );
     assert_eq!(fitted.posterior.method(), "SGHMC");
 }
+
+/// λ per layer through the spec: `layerwise_prior`'s posterior and precisions.
+#[test]
+fn layerwise_prior_is_the_fixed_point() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let spec: MethodSpec = serde_json::from_str(
+        r#"{"method": "laplace", "config": {"prior": {"scalar": 1.0}, "layerwise_prior": true}}"#,
+    )
+    .unwrap();
+    let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
+    let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let all: Vec<usize> = (0..net.layout().len()).collect();
+    let direct = bdl_laplace::layerwise_prior(&map, data.x(), all, 1.0, 500).unwrap();
+    assert_eq!(fitted.diagnostics.layer_prior_precisions, direct.lambdas);
+    assert_eq!(
+        moments(fitted.posterior.as_ref(), data.x()),
+        moments(&direct.posterior, data.x())
+    );
+    let diagonal: MethodSpec = serde_json::from_str(
+        r#"{"method": "laplace", "config": {"hessian": "diagonal", "layerwise_prior": true}}"#,
+    )
+    .unwrap();
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
+    assert!(matches!(fit(&diagonal, &problem), Err(Error::Unsupported { .. })));
+}
