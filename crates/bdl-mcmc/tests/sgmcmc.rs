@@ -1,9 +1,9 @@
-//! SGLD and SGHMC against an exact posterior: Bayesian linear regression with a known noise,
-//! whose posterior is Gaussian with precision A = XᵀX/σ² + λI and mean A⁻¹Xᵀy/σ².
+//! SGLD, SGHMC and HMC against an exact posterior: Bayesian linear regression with a known
+//! noise, whose posterior is Gaussian with precision A = XᵀX/σ² + λI and mean A⁻¹Xᵀy/σ².
 
 use bdl_inference::Validate;
 use bdl_likelihoods::Likelihood;
-use bdl_mcmc::{Dynamics, Schedule, SgmcmcConfig, sample_sgmcmc};
+use bdl_mcmc::{Dynamics, HmcConfig, Schedule, SgmcmcConfig, sample_hmc, sample_sgmcmc};
 use bdl_models::{Activation, Mlp, MlpSpec, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -210,4 +210,43 @@ fn a_step_too_large_diverges() {
         bdl_mcmc::Error::Inference(e) => assert!(e.is_divergence(), "{e}"),
         e => panic!("not a divergence: {e}"),
     }
+}
+
+/// HMC (with its step size adapted during the burn-in, trajectories of 1 … 20 steps) samples
+/// the same posterior exactly: no discretisation bias survives the Metropolis correction. (With
+/// a fixed 10 steps, two seeds of eight gave variances 0.71 and 1.16 of the truth: a trajectory
+/// near a period of the dynamics; drawn lengths gave 0.97–1.02 on all eight.)
+#[test]
+fn hmc_samples_the_linear_gaussian_posterior() {
+    let p = problem();
+    let theta0 = p.net.init(Seed(0), DType::F64, &Device::Cpu).unwrap();
+    let config = HmcConfig {
+        step_size: 0.01,
+        leapfrog_steps: 20,
+        iterations: 21_000,
+        burn_in: 1000,
+        keep_every: 1,
+        prior_precision: LAMBDA,
+        target_acceptance: Some(0.8),
+        seed: Seed(5),
+    }
+    .check()
+    .unwrap();
+    let lik = Likelihood::Gaussian { sigma: SIGMA };
+    let fit = sample_hmc(&p.net, &theta0, lik, &p.x, &p.y, &config).unwrap();
+    assert_eq!(bdl_inference::Posterior::method(&fit.posterior), "HMC");
+    assert!((0.6..0.95).contains(&fit.acceptance), "{}", fit.acceptance);
+    assert_close(&p, fit.posterior.draws(), "HMC");
+    // A step far too large is rejected, not an error: the chain stays where it was.
+    let stuck = HmcConfig {
+        step_size: 10.0,
+        target_acceptance: None,
+        iterations: 50,
+        burn_in: 10,
+        ..(*config).clone()
+    }
+    .check()
+    .unwrap();
+    let fit = sample_hmc(&p.net, &theta0, lik, &p.x, &p.y, &stuck).unwrap();
+    assert_eq!(fit.acceptance, 0.0);
 }

@@ -106,7 +106,8 @@ pub struct Diagnostics {
     pub layer_prior_precisions: Vec<f64>,
     /// How many parameters the posterior is over, when a subnetwork rule chose them.
     pub subnetwork: Option<usize>,
-    /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations.
+    /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations; HMC: its
+    /// one acceptance rate after the burn-in.
     pub acceptance: Vec<f64>,
 }
 
@@ -204,6 +205,12 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
         MethodSpec::Variational(spec) => variational(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Gibbs(spec) => gibbs(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Sgmcmc(spec) => sgmcmc(spec, problem, method, &mut diagnostics)?,
+        MethodSpec::Hmc(config) => {
+            let config = config.clone().check().lift(method)?;
+            let fit = bdl_mcmc::sample_hmc(net, theta, lik, x, y, &config).lift(method)?;
+            diagnostics.acceptance = vec![fit.acceptance];
+            Box::new(fit.posterior)
+        }
     };
     Ok(Fitted {
         posterior,

@@ -5,14 +5,14 @@ use bdl_baselines::{EnsembleConfig, SwagConfig};
 use bdl_inference::MapConfig;
 use bdl_laplace::LaplaceConfig;
 use bdl_laplace::selection::Candidates;
-use bdl_mcmc::{GibbsConfig, Pilot, SgmcmcConfig};
+use bdl_mcmc::{GibbsConfig, HmcConfig, Pilot, SgmcmcConfig};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
 use serde::{Deserialize, Serialize};
 
 /// One method with its settings: in JSON an object `{"method": name, "config": settings}` with
-/// the names `map`, `laplace`, `variational`, `swag`, `mc-dropout`, `ensemble`, `gibbs` and
-/// `sgmcmc`.
+/// the names `map`, `laplace`, `variational`, `swag`, `mc-dropout`, `ensemble`, `gibbs`,
+/// `sgmcmc` and `hmc`.
 ///
 /// Every method starts from the problem's parameters θ ([`Problem`](crate::Problem)): the MAP,
 /// SWAG, MC dropout and the variational methods train from θ; the Laplace family is taken at θ
@@ -57,6 +57,9 @@ pub enum MethodSpec {
     /// Stochastic-gradient MCMC from θ (SGLD or SGHMC, constant or cyclical step size), over
     /// every parameter or a subnetwork with the rest fixed at θ.
     Sgmcmc(SgmcmcSpec),
+    /// Hamiltonian Monte Carlo from θ on the full-batch posterior (the reference sampler for
+    /// small networks).
+    Hmc(HmcConfig),
 }
 
 impl MethodSpec {
@@ -76,6 +79,7 @@ impl MethodSpec {
             Self::Ensemble(_) => "deep ensemble",
             Self::Gibbs(_) => "blocked Gibbs",
             Self::Sgmcmc(s) => s.config.dynamics.name(),
+            Self::Hmc(_) => "HMC",
         }
     }
 }

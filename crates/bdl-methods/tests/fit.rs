@@ -420,5 +420,8 @@ fn layerwise_prior_is_the_fixed_point() {
     )
     .unwrap();
     let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
-    assert!(matches!(fit(&diagonal, &problem), Err(Error::Unsupported { .. })));
+    assert!(matches!(
+        fit(&diagonal, &problem),
+        Err(Error::Unsupported { .. })
+    ));
 }

@@ -1,0 +1,295 @@
+//! Hamiltonian Monte Carlo on the full-batch posterior of any network: the reference sampler for
+//! small networks (exact up to Monte Carlo error, where the minibatch samplers are not).
+//!
+//! With U(θ) = −Σ_n log p(y_n | f(x_n; θ)) + (λ/2)‖θ‖² and momenta p ~ N(0, I), one iteration
+//! integrates H(θ, p) = U(θ) + ½‖p‖² by a number of leapfrog steps of size ε drawn uniformly
+//! from 1 … L (a fixed trajectory length can resonate with the dynamics),
+//! p ← p − (ε/2)∇U(θ), θ ← θ + εp, p ← p − (ε/2)∇U(θ), and accepts the end point with
+//! probability min(1, exp(H₀ − H₁)) (a non-finite H₁ is a rejection). During the burn-in ε is
+//! adapted by dual averaging to a target acceptance (Hoffman & Gelman 2014, §3.2: μ = log 10ε₀,
+//! γ = 0.05, t₀ = 10, κ = 0.75), then fixed at its averaged value.
+
+use bdl_inference::{InvalidParam, Valid, Validate, at_least_one, non_negative, positive, require};
+use bdl_likelihoods::Likelihood;
+use bdl_models::{Model, Network};
+use bdl_tensor::Seed;
+use candle_core::Tensor;
+use rand::Rng;
+use rand_distr::{Distribution, StandardNormal};
+use serde::{Deserialize, Serialize};
+
+use crate::{ChainWindow, Result};
+
+/// How to run HMC.
+///
+/// ```
+/// use bdl_inference::Validate;
+/// use bdl_mcmc::HmcConfig;
+/// let config: HmcConfig = serde_json::from_str(
+///     r#"{"step_size": 0.01, "leapfrog_steps": 20, "iterations": 2000, "burn_in": 500,
+///         "prior_precision": 1.0}"#,
+/// ).unwrap();
+/// assert_eq!(config.target_acceptance, Some(0.8));
+/// assert!(HmcConfig { leapfrog_steps: 0, ..config }.check().is_err());
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HmcConfig {
+    /// ε (the starting value when adapted).
+    pub step_size: f64,
+    /// L, the most leapfrog steps of an iteration (each draws its number from 1 … L).
+    pub leapfrog_steps: usize,
+    /// Iterations, the burn-in included.
+    pub iterations: u64,
+    /// Iterations before the first kept draw (where ε adapts).
+    pub burn_in: u64,
+    /// Keep every this many iterations' draw after the burn-in.
+    #[serde(default = "one")]
+    pub keep_every: u64,
+    /// λ of the prior N(0, λ⁻¹ I).
+    pub prior_precision: f64,
+    /// Adapt ε during the burn-in to this acceptance rate (`None`: keep ε).
+    #[serde(default = "eighty_percent")]
+    pub target_acceptance: Option<f64>,
+    /// The root of the momenta and acceptance tests.
+    #[serde(default = "seed_zero")]
+    pub seed: Seed,
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn eighty_percent() -> Option<f64> {
+    Some(0.8)
+}
+
+fn seed_zero() -> Seed {
+    Seed(0)
+}
+
+impl Validate for HmcConfig {
+    /// A positive ε, at least one leapfrog step, kept step and kept draw; λ ≥ 0; a target
+    /// acceptance in (0, 1).
+    fn validate(&self) -> Result<(), InvalidParam> {
+        positive("step_size", self.step_size)?;
+        at_least_one("leapfrog_steps", self.leapfrog_steps)?;
+        at_least_one("keep_every", self.keep_every as usize)?;
+        non_negative("prior_precision", self.prior_precision)?;
+        require(
+            self.burn_in < self.iterations,
+            "burn_in",
+            self.burn_in,
+            &format!("below iterations ({})", self.iterations),
+        )?;
+        if let Some(a) = self.target_acceptance {
+            require(a > 0.0 && a < 1.0, "target_acceptance", a, "in (0, 1)")?;
+        }
+        Ok(())
+    }
+}
+
+/// What an HMC run gives.
+#[derive(Clone, Debug)]
+pub struct HmcFit {
+    /// The kept draws, a posterior named "HMC".
+    pub posterior: ChainWindow,
+    /// The acceptance rate after the burn-in.
+    pub acceptance: f64,
+    /// The step size after the burn-in (the adapted one, or the given one).
+    pub step_size: f64,
+}
+
+/// U(θ) and ∇U(θ) on the whole data set.
+struct Potential<'a> {
+    network: &'a Network,
+    likelihood: Likelihood,
+    x: &'a Tensor,
+    y: &'a Tensor,
+    lambda: f64,
+    theta0: &'a Tensor,
+}
+
+impl Potential<'_> {
+    /// (U(θ), ∇U(θ)); U is infinite where the outputs are not finite.
+    fn at(&self, theta: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let t = Tensor::from_slice(theta, theta.len(), self.theta0.device())?
+            .to_dtype(self.theta0.dtype())?;
+        let (lik, y) = (self.likelihood, self.y);
+        let mut nll = f64::INFINITY;
+        let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
+            let ll = bdl_tensor::to_f64_vec(&lik.log_lik(f, y)?)?;
+            nll = -ll.iter().sum::<f64>();
+            Ok(lik.grad_f(f, y)?.to_dtype(f.dtype())?)
+        };
+        let g = match self
+            .network
+            .loss_gradient(&t, self.x, None, output_gradient, false)
+        {
+            Ok(g) => g.sum,
+            // An overflowed output: an infinite potential, rejected.
+            Err(bdl_inference::Error::Likelihood(bdl_likelihoods::Error::NonFinite { .. })) => {
+                return Ok((f64::INFINITY, vec![0.0; theta.len()]));
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let prior: f64 = theta.iter().map(|v| v * v).sum::<f64>() * self.lambda / 2.0;
+        let grad = g
+            .iter()
+            .zip(theta)
+            .map(|(g, t)| g + self.lambda * t)
+            .collect();
+        Ok((nll + prior, grad))
+    }
+}
+
+/// Dual averaging of log ε towards a target acceptance (Hoffman & Gelman 2014).
+struct DualAveraging {
+    mu: f64,
+    h_bar: f64,
+    log_eps_bar: f64,
+    m: f64,
+    target: f64,
+}
+
+impl DualAveraging {
+    fn new(eps0: f64, target: f64) -> Self {
+        Self {
+            mu: (10.0 * eps0).ln(),
+            h_bar: 0.0,
+            log_eps_bar: 0.0,
+            m: 0.0,
+            target,
+        }
+    }
+
+    /// The next ε after an iteration accepted with probability `alpha`.
+    fn update(&mut self, alpha: f64) -> f64 {
+        const GAMMA: f64 = 0.05;
+        const T0: f64 = 10.0;
+        const KAPPA: f64 = 0.75;
+        self.m += 1.0;
+        let w = 1.0 / (self.m + T0);
+        self.h_bar = (1.0 - w) * self.h_bar + w * (self.target - alpha);
+        let log_eps = self.mu - self.m.sqrt() / GAMMA * self.h_bar;
+        let eta = self.m.powf(-KAPPA);
+        self.log_eps_bar = eta * log_eps + (1.0 - eta) * self.log_eps_bar;
+        log_eps.exp()
+    }
+
+    /// The averaged ε, used after the burn-in.
+    fn averaged(&self) -> f64 {
+        self.log_eps_bar.exp()
+    }
+}
+
+/// Runs HMC for `network` from `theta0` (its dtype is the compute dtype) on the data (x, y)
+/// under `likelihood`.
+///
+/// ```
+/// use bdl_inference::Validate;
+/// use bdl_likelihoods::Likelihood;
+/// use bdl_mcmc::{HmcConfig, sample_hmc};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
+/// use bdl_tensor::Seed;
+/// use candle_core::{DType, Device, Tensor};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 4, 1], Activation::Tanh))?);
+/// let x = Tensor::arange(0u32, 20, &Device::Cpu)?.to_dtype(DType::F64)?.affine(0.1, -1.0)?.unsqueeze(1)?;
+/// let y = (x.clone() * 2.0)?.sin()?;
+/// let theta0 = net.init(Seed(0), DType::F64, &Device::Cpu)?;
+/// let config = HmcConfig {
+///     step_size: 0.01, leapfrog_steps: 10, iterations: 300, burn_in: 100, keep_every: 2,
+///     prior_precision: 1.0, target_acceptance: Some(0.8), seed: Seed(1),
+/// }.check()?;
+/// let fit = sample_hmc(&net, &theta0, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, &config)?;
+/// assert_eq!(fit.posterior.draws().dims(), &[100, net.layout().len()]);
+/// assert!(fit.acceptance > 0.3);
+/// # Ok(()) }
+/// ```
+pub fn sample_hmc(
+    network: &Network,
+    theta0: &Tensor,
+    likelihood: Likelihood,
+    x: &Tensor,
+    y: &Tensor,
+    config: &Valid<HmcConfig>,
+) -> Result<HmcFit> {
+    likelihood.check().map_err(bdl_inference::Error::from)?;
+    network.layout().check_flat(theta0)?;
+    bdl_inference::paired_rows(x, y)?;
+    // Finite data, so that a non-finite output means an overflowed θ (an infinite potential).
+    bdl_tensor::check_finite(x, "x")?;
+    if y.dtype().is_float() {
+        bdl_tensor::check_finite(y, "y")?;
+    }
+    let potential = Potential {
+        network,
+        likelihood,
+        x,
+        y,
+        lambda: config.prior_precision,
+        theta0,
+    };
+    let mut theta = bdl_tensor::to_f64_vec(theta0)?;
+    let d = theta.len();
+    let (mut u, mut grad) = potential.at(&theta)?;
+    let mut rng = config.seed.fork("hmc").rng();
+    let mut eps = config.step_size;
+    let mut adapt = config
+        .target_acceptance
+        .map(|t| DualAveraging::new(config.step_size, t));
+    let (mut draws, mut kept, mut accepted) = (Vec::new(), Vec::new(), 0u64);
+    for t in 0..config.iterations {
+        if t == config.burn_in
+            && let Some(a) = &adapt
+        {
+            eps = a.averaged();
+            adapt = None;
+        }
+        let mut p: Vec<f64> = (0..d).map(|_| StandardNormal.sample(&mut rng)).collect();
+        let h0 = u + p.iter().map(|v| v * v).sum::<f64>() / 2.0;
+        let (mut q, mut g) = (theta.clone(), grad.clone());
+        let mut u1 = u;
+        // A trajectory of 1 … L steps, drawn afresh: a fixed length can be close to a period of
+        // the dynamics in some direction, which then hardly moves (Neal 2011, §5.4.2.2).
+        let steps = rng.random_range(1..=config.leapfrog_steps);
+        for _ in 0..steps {
+            p.iter_mut().zip(&g).for_each(|(p, g)| *p -= eps / 2.0 * g);
+            q.iter_mut().zip(&p).for_each(|(q, p)| *q += eps * p);
+            (u1, g) = potential.at(&q)?;
+            if !u1.is_finite() {
+                break;
+            }
+            p.iter_mut().zip(&g).for_each(|(p, g)| *p -= eps / 2.0 * g);
+        }
+        let h1 = u1 + p.iter().map(|v| v * v).sum::<f64>() / 2.0;
+        let alpha = if h1.is_finite() {
+            (h0 - h1).exp().min(1.0)
+        } else {
+            0.0
+        };
+        if rng.random::<f64>() < alpha {
+            (theta, u, grad) = (q, u1, g);
+            if t >= config.burn_in {
+                accepted += 1;
+            }
+        }
+        if let Some(a) = adapt.as_mut() {
+            eps = a.update(alpha);
+        }
+        if t >= config.burn_in && (t - config.burn_in).is_multiple_of(config.keep_every) {
+            draws.extend_from_slice(&theta);
+            kept.push(t);
+        }
+    }
+    let s = kept.len();
+    let draws = Tensor::from_vec(draws, (s, d), theta0.device())?.to_dtype(theta0.dtype())?;
+    let window = ChainWindow::new(network.clone(), likelihood, draws, kept)?
+        .with_seed(config.seed)
+        .by("HMC");
+    Ok(HmcFit {
+        posterior: window,
+        acceptance: accepted as f64 / (config.iterations - config.burn_in) as f64,
+        step_size: eps,
+    })
+}
