@@ -14,6 +14,8 @@
 //!   log-likelihood from one eigendecomposition of the GGN, each candidate costing O(s);
 //! - [`layerwise_prior`] gives every layer its own λ by the marginal likelihood (MacKay's fixed
 //!   point);
+//! - [`marglik_training`] alternates MAP training and evidence steps on (λ, σ) (online
+//!   marginal-likelihood training);
 //! - [`selection`] chooses the subnetwork: the Wasserstein rule (largest marginal variance),
 //!   random, magnitude, last layer, or a sensitivity score.
 
@@ -23,6 +25,7 @@ mod evidence;
 mod ggn;
 mod layerwise;
 mod linearized;
+mod marglik;
 mod posterior;
 mod prior;
 pub mod selection;
@@ -33,5 +36,6 @@ pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
 pub use layerwise::{LayerwisePrior, layerwise_prior};
 pub use linearized::LinearizedPosterior;
+pub use marglik::{MarglikConfig, MarglikFit, marglik_training};
 pub use posterior::{LaplaceConfig, SubnetLaplace};
 pub use prior::{PriorPrecision, SubsetScaling};
