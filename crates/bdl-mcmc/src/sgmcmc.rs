@@ -13,6 +13,9 @@
 //!   `exploration` of every cycle moves without noise (an optimiser's steps) and keeps no draw.
 //!
 //! With a `subset`, only those coordinates move; the others stay at θ₀ (subnetwork inference).
+//! With a `blocking`, each step updates the blocks in turn, each after a gradient at the state the
+//! blocks before it left, on the step's minibatch (SGLD-within-Gibbs: a Langevin step on each
+//! block's conditional).
 
 use bdl_inference::{
     InvalidParam, MinibatchLoop, Valid, Validate, at_least_one, non_negative, positive, require,
@@ -25,7 +28,7 @@ use candle_core::Tensor;
 use rand_distr::{Distribution, StandardNormal};
 use serde::{Deserialize, Serialize};
 
-use crate::{ChainWindow, Result};
+use crate::{Blocking, ChainWindow, Result};
 
 /// The dynamics of a stochastic-gradient sampler.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
@@ -108,6 +111,10 @@ pub struct SgmcmcConfig {
     /// Only these flat indices move; `None`: every parameter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub subset: Option<Vec<usize>>,
+    /// Within Gibbs: each step updates these blocks in turn (of the subset, if one is given),
+    /// a gradient for each; `None`: every moving coordinate at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocking: Option<Blocking>,
     /// The root of the minibatch orders and the noise.
     #[serde(default = "seed_zero")]
     pub seed: Seed,
@@ -201,7 +208,7 @@ pub struct SgmcmcFit {
 /// let config = SgmcmcConfig {
 ///     dynamics: Dynamics::Sgld, step_size: 1e-4, schedule: Default::default(),
 ///     prior_precision: 1.0, temperature: 1.0, epochs: 50, batch_size: 8,
-///     burn_in: 100, keep_every: 5, subset: None, seed: Seed(1),
+///     burn_in: 100, keep_every: 5, subset: None, blocking: None, seed: Seed(1),
 /// }.check()?;
 /// let fit = sample_sgmcmc(&net, &theta0, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, &config)?;
 /// assert_eq!(fit.steps, 200);
@@ -232,6 +239,25 @@ pub fn sample_sgmcmc(
         }
         None => (0..d).collect(),
     };
+    // The coordinates each update of a step moves: all at once, or block by block (within
+    // Gibbs), each block after a gradient at the state the blocks before it left.
+    let groups: Vec<Vec<usize>> = match &config.blocking {
+        None => vec![moving],
+        Some(blocking) => {
+            let blocking = match &config.subset {
+                Some(subset) => Blocking::Subnetwork {
+                    subset: subset.clone(),
+                    within: Box::new(blocking.clone()),
+                },
+                None => blocking.clone(),
+            };
+            blocking
+                .blocks(network.layout())?
+                .into_iter()
+                .map(|b| b.indices)
+                .collect()
+        }
+    };
     let mut velocity = vec![0.0; d];
     let mut noise = config.seed.fork("noise").rng();
     let total = config.epochs as u64 * data.batches_per_epoch() as u64;
@@ -240,43 +266,45 @@ pub fn sample_sgmcmc(
         let mut step_in_epoch = 0;
         data.epoch(epoch, |xb, yb| {
             let m = xb.dims()[0] as f64;
-            let at = Tensor::from_slice(&theta, d, &device)?.to_dtype(dtype)?;
-            // A non-finite output at finite parameters (the data are finite): θ overflowed
-            // the network's dtype, a divergence.
-            let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
-                match likelihood.grad_f(f, yb) {
-                    Ok(r) => Ok(r.to_dtype(dtype)?),
-                    Err(bdl_likelihoods::Error::NonFinite { arg, .. }) if arg == "f" => {
-                        Err(bdl_inference::Error::NonFiniteStep {
-                            epoch,
-                            step: step_in_epoch,
-                        })
-                    }
-                    Err(e) => Err(e.into()),
-                }
-            };
-            let g = network
-                .loss_gradient(&at, xb, None, output_gradient, false)?
-                .sum;
             let (eps, sampling) = config.schedule.at(config.step_size, k, total);
             let t = config.temperature;
-            for &i in &moving {
-                let grad = n / m * g[i] + config.prior_precision * theta[i];
-                let xi: f64 = if sampling {
-                    StandardNormal.sample(&mut noise)
-                } else {
-                    0.0
+            for group in &groups {
+                let at = Tensor::from_slice(&theta, d, &device)?.to_dtype(dtype)?;
+                // A non-finite output at finite parameters (the data are finite): θ overflowed
+                // the network's dtype, a divergence.
+                let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
+                    match likelihood.grad_f(f, yb) {
+                        Ok(r) => Ok(r.to_dtype(dtype)?),
+                        Err(bdl_likelihoods::Error::NonFinite { arg, .. }) if arg == "f" => {
+                            Err(bdl_inference::Error::NonFiniteStep {
+                                epoch,
+                                step: step_in_epoch,
+                            })
+                        }
+                        Err(e) => Err(e.into()),
+                    }
                 };
-                match config.dynamics {
-                    Dynamics::Sgld => theta[i] += -eps * grad + (2.0 * eps * t).sqrt() * xi,
-                    Dynamics::Sghmc { friction } => {
-                        velocity[i] = (1.0 - friction) * velocity[i] - eps * grad
-                            + (2.0 * friction * eps * t).sqrt() * xi;
-                        theta[i] += velocity[i];
+                let g = network
+                    .loss_gradient(&at, xb, None, output_gradient, false)?
+                    .sum;
+                for &i in group {
+                    let grad = n / m * g[i] + config.prior_precision * theta[i];
+                    let xi: f64 = if sampling {
+                        StandardNormal.sample(&mut noise)
+                    } else {
+                        0.0
+                    };
+                    match config.dynamics {
+                        Dynamics::Sgld => theta[i] += -eps * grad + (2.0 * eps * t).sqrt() * xi,
+                        Dynamics::Sghmc { friction } => {
+                            velocity[i] = (1.0 - friction) * velocity[i] - eps * grad
+                                + (2.0 * friction * eps * t).sqrt() * xi;
+                            theta[i] += velocity[i];
+                        }
                     }
                 }
             }
-            if moving.iter().any(|&i| !theta[i].is_finite()) {
+            if theta.iter().any(|v| !v.is_finite()) {
                 return Err(bdl_inference::Error::NonFiniteStep {
                     epoch,
                     step: step_in_epoch,
@@ -297,9 +325,13 @@ pub fn sample_sgmcmc(
     let s = kept.len();
     at_least_one("kept draws (lower burn_in or keep_every)", s)?;
     let draws = Tensor::from_vec(draws, (s, d), &device)?.to_dtype(dtype)?;
+    let name = match config.blocking {
+        None => config.dynamics.name().to_owned(),
+        Some(_) => format!("{}-within-Gibbs", config.dynamics.name()),
+    };
     let window = ChainWindow::new(network.clone(), likelihood, draws, kept)?
         .with_seed(config.seed)
-        .by(config.dynamics.name());
+        .by(name);
     Ok(SgmcmcFit {
         posterior: window,
         steps: k,
