@@ -293,3 +293,305 @@ pub fn sample_hmc(
         step_size: eps,
     })
 }
+
+/// How to run NUTS: HMC without a trajectory length to choose.
+///
+/// ```
+/// use bdl_inference::Validate;
+/// use bdl_mcmc::NutsConfig;
+/// let config: NutsConfig = serde_json::from_str(
+///     r#"{"step_size": 0.01, "iterations": 2000, "burn_in": 500, "prior_precision": 1.0}"#,
+/// ).unwrap();
+/// assert_eq!((config.max_depth, config.target_acceptance), (10, Some(0.8)));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct NutsConfig {
+    /// ε (the starting value when adapted).
+    pub step_size: f64,
+    /// The deepest tree: at most 2^depth − 1 leapfrog steps an iteration.
+    #[serde(default = "ten")]
+    pub max_depth: usize,
+    /// Iterations, the burn-in included.
+    pub iterations: u64,
+    /// Iterations before the first kept draw (where ε adapts).
+    pub burn_in: u64,
+    /// Keep every this many iterations' draw after the burn-in.
+    #[serde(default = "one")]
+    pub keep_every: u64,
+    /// λ of the prior N(0, λ⁻¹ I).
+    pub prior_precision: f64,
+    /// Adapt ε during the burn-in to this mean acceptance statistic (`None`: keep ε).
+    #[serde(default = "eighty_percent")]
+    pub target_acceptance: Option<f64>,
+    /// The root of the momenta, directions and choices.
+    #[serde(default = "seed_zero")]
+    pub seed: Seed,
+}
+
+fn ten() -> usize {
+    10
+}
+
+impl Validate for NutsConfig {
+    /// A positive ε, a depth from 1 to 20, at least one kept step; λ ≥ 0; a burn-in below the
+    /// iterations; a target acceptance in (0, 1).
+    fn validate(&self) -> Result<(), InvalidParam> {
+        HmcConfig {
+            step_size: self.step_size,
+            leapfrog_steps: 1,
+            iterations: self.iterations,
+            burn_in: self.burn_in,
+            keep_every: self.keep_every,
+            prior_precision: self.prior_precision,
+            target_acceptance: self.target_acceptance,
+            seed: self.seed,
+        }
+        .validate()?;
+        require(
+            (1..=20).contains(&self.max_depth),
+            "max_depth",
+            self.max_depth,
+            "from 1 to 20",
+        )
+    }
+}
+
+/// A point of a trajectory: position, momentum, potential and its gradient.
+#[derive(Clone)]
+struct Point {
+    q: Vec<f64>,
+    p: Vec<f64>,
+    u: f64,
+    g: Vec<f64>,
+}
+
+impl Point {
+    /// H = U + ½‖p‖².
+    fn energy(&self) -> f64 {
+        self.u + self.p.iter().map(|v| v * v).sum::<f64>() / 2.0
+    }
+
+    /// One leapfrog step of size `eps` (negative: backwards in time).
+    fn leapfrog(&self, eps: f64, potential: &Potential<'_>) -> Result<Self> {
+        let mut p = self.p.clone();
+        p.iter_mut()
+            .zip(&self.g)
+            .for_each(|(p, g)| *p -= eps / 2.0 * g);
+        let q: Vec<f64> = self.q.iter().zip(&p).map(|(q, p)| q + eps * p).collect();
+        let (u, g) = potential.at(&q)?;
+        p.iter_mut().zip(&g).for_each(|(p, g)| *p -= eps / 2.0 * g);
+        Ok(Self { q, p, u, g })
+    }
+}
+
+/// A subtree of NUTS (Hoffman & Gelman 2014, Algorithm 3).
+struct Tree {
+    minus: Point,
+    plus: Point,
+    proposal: Point,
+    /// Points inside the slice.
+    n: f64,
+    /// No U-turn and no divergence so far.
+    keep_going: bool,
+    /// Σ min(1, exp(H₀ − H)) over the leaves, and their count (the adaptation statistic).
+    alpha: f64,
+    n_alpha: f64,
+}
+
+/// Energy errors beyond this end a trajectory as divergent.
+const MAX_ENERGY_ERROR: f64 = 1000.0;
+
+/// Whether the trajectory from `minus` to `plus` has not turned back on itself.
+fn no_u_turn(minus: &Point, plus: &Point) -> bool {
+    let dq: Vec<f64> = plus.q.iter().zip(&minus.q).map(|(a, b)| a - b).collect();
+    let dot = |p: &[f64]| dq.iter().zip(p).map(|(a, b)| a * b).sum::<f64>();
+    dot(&minus.p) >= 0.0 && dot(&plus.p) >= 0.0
+}
+
+/// Builds a subtree of 2^depth leaves from `from` in direction `dir` (±1); `log_slice` is the
+/// log of the slice variable, `h0` the starting energy.
+#[allow(clippy::too_many_arguments)]
+fn build_tree(
+    from: &Point,
+    log_slice: f64,
+    dir: f64,
+    depth: usize,
+    eps: f64,
+    h0: f64,
+    potential: &Potential<'_>,
+    rng: &mut bdl_tensor::ChaCha8Rng,
+) -> Result<Tree> {
+    if depth == 0 {
+        let point = from.leapfrog(dir * eps, potential)?;
+        let h = point.energy();
+        let h = if h.is_finite() { h } else { f64::INFINITY };
+        let inside = -h >= log_slice;
+        return Ok(Tree {
+            minus: point.clone(),
+            plus: point.clone(),
+            proposal: point,
+            n: if inside { 1.0 } else { 0.0 },
+            keep_going: -h > log_slice - MAX_ENERGY_ERROR,
+            alpha: (h0 - h).exp().min(1.0),
+            n_alpha: 1.0,
+        });
+    }
+    let mut tree = build_tree(from, log_slice, dir, depth - 1, eps, h0, potential, rng)?;
+    if !tree.keep_going {
+        return Ok(tree);
+    }
+    let edge = if dir < 0.0 { &tree.minus } else { &tree.plus };
+    let other = build_tree(edge, log_slice, dir, depth - 1, eps, h0, potential, rng)?;
+    if dir < 0.0 {
+        tree.minus = other.minus.clone();
+    } else {
+        tree.plus = other.plus.clone();
+    }
+    let total = tree.n + other.n;
+    if total > 0.0 && rng.random::<f64>() < other.n / total {
+        tree.proposal = other.proposal.clone();
+    }
+    tree.alpha += other.alpha;
+    tree.n_alpha += other.n_alpha;
+    tree.n = total;
+    tree.keep_going = other.keep_going && no_u_turn(&tree.minus, &tree.plus);
+    Ok(tree)
+}
+
+/// What a NUTS run gives.
+#[derive(Clone, Debug)]
+pub struct NutsFit {
+    /// The kept draws, a posterior named "NUTS".
+    pub posterior: ChainWindow,
+    /// The mean acceptance statistic after the burn-in.
+    pub acceptance: f64,
+    /// The step size after the burn-in.
+    pub step_size: f64,
+    /// The mean tree depth after the burn-in.
+    pub mean_depth: f64,
+}
+
+/// Runs the No-U-Turn sampler (Hoffman & Gelman 2014, Algorithm 6: slice variable, doubling
+/// trees, dual averaging of ε towards a mean acceptance statistic) for `network` from
+/// `theta0` on the data (x, y) under `likelihood`, on the same full-batch potential as
+/// [`sample_hmc`].
+///
+/// ```
+/// use bdl_inference::Validate;
+/// use bdl_likelihoods::Likelihood;
+/// use bdl_mcmc::{NutsConfig, sample_nuts};
+/// use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
+/// use bdl_tensor::Seed;
+/// use candle_core::{DType, Device, Tensor};
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// let net = Network::from(Mlp::new(MlpSpec::new(&[1, 4, 1], Activation::Tanh))?);
+/// let x = Tensor::arange(0u32, 20, &Device::Cpu)?.to_dtype(DType::F64)?.affine(0.1, -1.0)?.unsqueeze(1)?;
+/// let y = (x.clone() * 2.0)?.sin()?;
+/// let theta0 = net.init(Seed(0), DType::F64, &Device::Cpu)?;
+/// let config = NutsConfig {
+///     step_size: 0.01, max_depth: 8, iterations: 200, burn_in: 100, keep_every: 1,
+///     prior_precision: 1.0, target_acceptance: Some(0.8), seed: Seed(1),
+/// }.check()?;
+/// let fit = sample_nuts(&net, &theta0, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, &config)?;
+/// assert_eq!(fit.posterior.draws().dims(), &[100, net.layout().len()]);
+/// assert!(fit.mean_depth >= 1.0);
+/// # Ok(()) }
+/// ```
+pub fn sample_nuts(
+    network: &Network,
+    theta0: &Tensor,
+    likelihood: Likelihood,
+    x: &Tensor,
+    y: &Tensor,
+    config: &Valid<NutsConfig>,
+) -> Result<NutsFit> {
+    likelihood.check().map_err(bdl_inference::Error::from)?;
+    network.layout().check_flat(theta0)?;
+    bdl_inference::paired_rows(x, y)?;
+    bdl_tensor::check_finite(x, "x")?;
+    if y.dtype().is_float() {
+        bdl_tensor::check_finite(y, "y")?;
+    }
+    let potential = Potential {
+        network,
+        likelihood,
+        x,
+        y,
+        lambda: config.prior_precision,
+        theta0,
+    };
+    let q = bdl_tensor::to_f64_vec(theta0)?;
+    let d = q.len();
+    let (u, g) = potential.at(&q)?;
+    let mut current = Point {
+        q,
+        p: vec![0.0; d],
+        u,
+        g,
+    };
+    let mut rng = config.seed.fork("nuts").rng();
+    let mut eps = config.step_size;
+    let mut adapt = config
+        .target_acceptance
+        .map(|t| DualAveraging::new(config.step_size, t));
+    let (mut draws, mut kept) = (Vec::new(), Vec::new());
+    let (mut alpha_sum, mut depth_sum) = (0.0, 0.0);
+    for t in 0..config.iterations {
+        if t == config.burn_in
+            && let Some(a) = &adapt
+        {
+            eps = a.averaged();
+            adapt = None;
+        }
+        current.p = (0..d).map(|_| StandardNormal.sample(&mut rng)).collect();
+        let h0 = current.energy();
+        let log_slice = rng.random::<f64>().ln() - h0;
+        let (mut minus, mut plus) = (current.clone(), current.clone());
+        let mut next = current.clone();
+        let (mut n, mut depth, mut keep_going) = (1.0, 0, true);
+        let (mut alpha, mut n_alpha) = (0.0, 0.0);
+        while keep_going && depth < config.max_depth {
+            let dir = if rng.random::<bool>() { 1.0 } else { -1.0 };
+            let edge = if dir < 0.0 { &minus } else { &plus };
+            let tree = build_tree(edge, log_slice, dir, depth, eps, h0, &potential, &mut rng)?;
+            if dir < 0.0 {
+                minus = tree.minus.clone();
+            } else {
+                plus = tree.plus.clone();
+            }
+            if tree.keep_going && rng.random::<f64>() < (tree.n / n).min(1.0) {
+                next = tree.proposal.clone();
+            }
+            n += tree.n;
+            alpha += tree.alpha;
+            n_alpha += tree.n_alpha;
+            keep_going = tree.keep_going && no_u_turn(&minus, &plus);
+            depth += 1;
+        }
+        current = next;
+        let statistic = alpha / n_alpha.max(1.0);
+        if let Some(a) = adapt.as_mut() {
+            eps = a.update(statistic);
+        }
+        if t >= config.burn_in {
+            alpha_sum += statistic;
+            depth_sum += depth as f64;
+            if (t - config.burn_in).is_multiple_of(config.keep_every) {
+                draws.extend_from_slice(&current.q);
+                kept.push(t);
+            }
+        }
+    }
+    let s = kept.len();
+    let after = (config.iterations - config.burn_in) as f64;
+    let draws = Tensor::from_vec(draws, (s, d), theta0.device())?.to_dtype(theta0.dtype())?;
+    let window = ChainWindow::new(network.clone(), likelihood, draws, kept)?
+        .with_seed(config.seed)
+        .by("NUTS");
+    Ok(NutsFit {
+        posterior: window,
+        acceptance: alpha_sum / after,
+        step_size: eps,
+        mean_depth: depth_sum / after,
+    })
+}

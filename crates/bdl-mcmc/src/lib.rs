@@ -27,7 +27,8 @@
 //!   is the Bayesian marginalisation (1/S) Σ_s p(y | x, θ_s) over them.
 //!
 //! - [`sample_hmc`]: Hamiltonian Monte Carlo on the full-batch posterior of any network, ε
-//!   adapted by dual averaging during the burn-in: the reference sampler for small networks.
+//!   adapted by dual averaging during the burn-in, and [`sample_nuts`], the No-U-Turn sampler on
+//!   the same potential: the reference samplers for small networks.
 //! - [`split_rhat`]: the split potential scale reduction R̂ across chains, beside the ESS.
 //! - [`sample_sgmcmc`]: stochastic-gradient MCMC over the flat parameters of any network —
 //!   SGLD, SGHMC, each with a constant or cyclical step size — over every parameter or a
@@ -58,7 +59,7 @@ pub use config::{BatchMode, ChainConfig, GibbsConfig, Precision, ProposalVarianc
 pub use curvature::random_walk_acceptance;
 pub use error::{Error, Result};
 pub use ess::{LayerEss, effective_sample_size, ess_by_layer};
-pub use hmc::{HmcConfig, HmcFit, sample_hmc};
+pub use hmc::{HmcConfig, HmcFit, NutsConfig, NutsFit, sample_hmc, sample_nuts};
 pub use kernel::{Acceptance, BlockTarget, DensityTarget, Kernel, OnReject, State};
 pub use pilot::{Pilot, PilotReport};
 pub use rhat::split_rhat;

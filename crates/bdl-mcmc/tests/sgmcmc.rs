@@ -1,9 +1,12 @@
-//! SGLD, SGHMC and HMC against an exact posterior: Bayesian linear regression with a known
+//! SGLD, SGHMC, HMC and NUTS against an exact posterior: Bayesian linear regression with a known
 //! noise, whose posterior is Gaussian with precision A = XᵀX/σ² + λI and mean A⁻¹Xᵀy/σ².
 
 use bdl_inference::Validate;
 use bdl_likelihoods::Likelihood;
-use bdl_mcmc::{Blocking, Dynamics, HmcConfig, Schedule, SgmcmcConfig, sample_hmc, sample_sgmcmc};
+use bdl_mcmc::{
+    Blocking, Dynamics, HmcConfig, NutsConfig, Schedule, SgmcmcConfig, sample_hmc, sample_nuts,
+    sample_sgmcmc,
+};
 use bdl_models::{Activation, Mlp, MlpSpec, Network};
 use bdl_tensor::Seed;
 use bdl_tensor::SubBlocks;
@@ -274,4 +277,33 @@ fn hmc_samples_the_linear_gaussian_posterior() {
     .unwrap();
     let fit = sample_hmc(&p.net, &theta0, lik, &p.x, &p.y, &stuck).unwrap();
     assert_eq!(fit.acceptance, 0.0);
+}
+
+/// NUTS needs no trajectory length and samples the same posterior exactly.
+#[test]
+fn nuts_samples_the_linear_gaussian_posterior() {
+    let p = problem();
+    let theta0 = p.net.init(Seed(0), DType::F64, &Device::Cpu).unwrap();
+    let config = NutsConfig {
+        step_size: 0.01,
+        max_depth: 10,
+        iterations: 11_000,
+        burn_in: 1000,
+        keep_every: 1,
+        prior_precision: LAMBDA,
+        target_acceptance: Some(0.8),
+        seed: Seed(5),
+    }
+    .check()
+    .unwrap();
+    let lik = Likelihood::Gaussian { sigma: SIGMA };
+    let fit = sample_nuts(&p.net, &theta0, lik, &p.x, &p.y, &config).unwrap();
+    assert_eq!(bdl_inference::Posterior::method(&fit.posterior), "NUTS");
+    assert!((0.65..0.95).contains(&fit.acceptance), "{}", fit.acceptance);
+    assert!(
+        fit.mean_depth >= 1.0 && fit.mean_depth < 10.0,
+        "{}",
+        fit.mean_depth
+    );
+    assert_close(&p, fit.posterior.draws(), "NUTS");
 }

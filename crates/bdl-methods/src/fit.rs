@@ -106,8 +106,8 @@ pub struct Diagnostics {
     pub layer_prior_precisions: Vec<f64>,
     /// How many parameters the posterior is over, when a subnetwork rule chose them.
     pub subnetwork: Option<usize>,
-    /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations; HMC: its
-    /// one acceptance rate after the burn-in.
+    /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations; HMC and
+    /// NUTS: the one acceptance rate (statistic) after the burn-in.
     pub acceptance: Vec<f64>,
 }
 
@@ -208,6 +208,12 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
         MethodSpec::Hmc(config) => {
             let config = config.clone().check().lift(method)?;
             let fit = bdl_mcmc::sample_hmc(net, theta, lik, x, y, &config).lift(method)?;
+            diagnostics.acceptance = vec![fit.acceptance];
+            Box::new(fit.posterior)
+        }
+        MethodSpec::Nuts(config) => {
+            let config = config.clone().check().lift(method)?;
+            let fit = bdl_mcmc::sample_nuts(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.acceptance = vec![fit.acceptance];
             Box::new(fit.posterior)
         }

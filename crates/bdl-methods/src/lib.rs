@@ -11,7 +11,7 @@
 //! | `swag`, `mc-dropout`, `ensemble` | SWAG, MC dropout, deep ensembles | `bdl-baselines` |
 //! | `gibbs` | a window of a Metropolis-within-blocked-Gibbs chain (MLPs), over a subnetwork or all | `bdl-mcmc` |
 //! | `sgmcmc` | SGLD or SGHMC, constant or cyclical step size, over a subnetwork or all (any network) | `bdl-mcmc` |
-//! | `hmc` | Hamiltonian Monte Carlo on the full-batch posterior, ε adapted in the burn-in | `bdl-mcmc` |
+//! | `hmc`, `nuts` | Hamiltonian Monte Carlo and the No-U-Turn sampler on the full-batch posterior, ε adapted in the burn-in | `bdl-mcmc` |
 //!
 //! A divergence is one error kind, [`Error::Diverged`], whichever method diverged; a
 //! specification a method cannot follow (a diagonal Laplace over a subnetwork, Gibbs on a CNN)

@@ -5,14 +5,14 @@ use bdl_baselines::{EnsembleConfig, SwagConfig};
 use bdl_inference::MapConfig;
 use bdl_laplace::LaplaceConfig;
 use bdl_laplace::selection::Candidates;
-use bdl_mcmc::{GibbsConfig, HmcConfig, Pilot, SgmcmcConfig};
+use bdl_mcmc::{GibbsConfig, HmcConfig, NutsConfig, Pilot, SgmcmcConfig};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
 use serde::{Deserialize, Serialize};
 
 /// One method with its settings: in JSON an object `{"method": name, "config": settings}` with
 /// the names `map`, `laplace`, `variational`, `swag`, `mc-dropout`, `ensemble`, `gibbs`,
-/// `sgmcmc` and `hmc`.
+/// `sgmcmc`, `hmc` and `nuts`.
 ///
 /// Every method starts from the problem's parameters θ ([`Problem`](crate::Problem)): the MAP,
 /// SWAG, MC dropout and the variational methods train from θ; the Laplace family is taken at θ
@@ -60,6 +60,8 @@ pub enum MethodSpec {
     /// Hamiltonian Monte Carlo from θ on the full-batch posterior (the reference sampler for
     /// small networks).
     Hmc(HmcConfig),
+    /// The No-U-Turn sampler from θ on the full-batch posterior.
+    Nuts(NutsConfig),
 }
 
 impl MethodSpec {
@@ -80,6 +82,7 @@ impl MethodSpec {
             Self::Gibbs(_) => "blocked Gibbs",
             Self::Sgmcmc(s) => s.config.dynamics.name(),
             Self::Hmc(_) => "HMC",
+            Self::Nuts(_) => "NUTS",
         }
     }
 }
