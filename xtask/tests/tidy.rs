@@ -49,10 +49,11 @@ fn bdl_dependencies(manifest: &str) -> BTreeSet<String> {
     deps
 }
 
-/// Every workspace member's manifest directory: `crates/*` and `xtask`.
+/// Every workspace member's manifest directory: `crates/*`, `examples/*` and `xtask`.
 fn members() -> Vec<PathBuf> {
-    let mut dirs: Vec<PathBuf> = fs::read_dir(root().join("crates"))
-        .expect("crates/")
+    let mut dirs: Vec<PathBuf> = ["crates", "examples"]
+        .into_iter()
+        .flat_map(|folder| fs::read_dir(root().join(folder)).expect("a members folder"))
         .map(|e| e.expect("a directory entry").path())
         .filter(|p| p.join("Cargo.toml").exists())
         .collect();
@@ -137,7 +138,7 @@ fn test_only_modules(files: &[PathBuf]) -> BTreeSet<PathBuf> {
 fn library_sources() -> Vec<PathBuf> {
     let files: Vec<PathBuf> = members()
         .into_iter()
-        .filter(|d| d.file_name().is_some_and(|n| n != "xtask"))
+        .filter(|d| d.parent().is_some_and(|p| p.ends_with("crates")))
         .flat_map(|d| sources(&d.join("src")))
         .collect();
     let tests = test_only_modules(&files);

@@ -43,6 +43,7 @@
 
 pub mod blr;
 pub mod checksum;
+pub mod csv;
 mod dataset;
 mod error;
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! The error type of the method layer: one kind for divergence whatever method diverged, one for
 //! a method asked to do what it cannot, and the method crates' other errors under the method's
-//! name.
+//! name. The method's crate's error is the `source` (print the chain, as `anyhow`'s `{:#}`
+//! does, to read both).
 
 /// What can go wrong when fitting a [`MethodSpec`](crate::MethodSpec).
 #[derive(Debug, thiserror::Error)]
@@ -9,7 +10,7 @@ pub enum Error {
     /// Training diverged (a non-finite loss, mean or curvature, or a step to non-finite
     /// parameters): what a hyper-parameter search counts as a lost candidate, whichever method
     /// it was.
-    #[error("{method} diverged: {source}")]
+    #[error("{method} diverged")]
     Diverged {
         /// The method, as [`MethodSpec::name`](crate::MethodSpec::name) gives it.
         method: &'static str,
@@ -30,7 +31,7 @@ pub enum Error {
 
     /// Any other error of the method's crate (bad input, a non-positive-definite matrix, an I/O
     /// error), under the method's name.
-    #[error("{method}: {source}")]
+    #[error("{method} failed")]
     Failed {
         /// The method.
         method: &'static str,

@@ -359,7 +359,9 @@ fn invalid_settings_name_the_parameter() {
         .err()
         .expect("batch size 0");
     assert!(matches!(e, Error::Failed { method: "MAP", .. }), "{e}");
-    assert!(e.to_string().contains("batch_size"), "{e}");
+    assert_eq!(e.to_string(), "MAP failed");
+    let cause = std::error::Error::source(&e).expect("the MAP trainer's error");
+    assert!(cause.to_string().contains("batch_size"), "{cause}");
 }
 
 /// SGHMC over the last layer: `sample_sgmcmc` with the rule's indices, bit for bit, from JSON.
