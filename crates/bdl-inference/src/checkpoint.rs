@@ -90,6 +90,19 @@ pub struct Saved<C> {
     tensors: HashMap<String, Tensor>,
 }
 
+/// The kind of posterior saved at `path` (`"map"`, `"subnet-laplace"`, …), read from its
+/// sidecar without its tensors, and its network: what a loader of any posterior dispatches on.
+pub fn kind(path: &Path) -> Result<(String, NetworkSpec)> {
+    let header: Sidecar<serde_json::Value> = bdl_tensor::read_sidecar(path)?;
+    if header.format != FORMAT {
+        return Err(Error::Checkpoint {
+            path: path.to_path_buf(),
+            reason: format!("format `{}`, expected `{FORMAT}`", header.format),
+        });
+    }
+    Ok((header.kind, header.network))
+}
+
 /// Reads the posterior of kind `kind` saved at `path`.
 pub fn load<C: DeserializeOwned>(path: &Path, kind: &str) -> Result<Saved<C>> {
     let bad = |reason: String| Error::Checkpoint {

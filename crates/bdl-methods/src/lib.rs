@@ -13,6 +13,8 @@
 //! | `sgmcmc` | SGLD or SGHMC, constant or cyclical step size, over a subnetwork or all (any network) | `bdl-mcmc` |
 //! | `hmc`, `nuts` | Hamiltonian Monte Carlo and the No-U-Turn sampler on the full-batch posterior, ε adapted in the burn-in | `bdl-mcmc` |
 //!
+//! [`load`] reads any saved posterior back, whichever method wrote it.
+//!
 //! A divergence is one error kind, [`Error::Diverged`], whichever method diverged; a
 //! specification a method cannot follow (a diagonal Laplace over a subnetwork, Gibbs on a CNN)
 //! is [`Error::Unsupported`].
@@ -48,11 +50,13 @@
 
 mod error;
 mod fit;
+mod load;
 mod spec;
 mod subset;
 
 pub use error::{Error, Result, diverged};
 pub use fit::{Diagnostics, Fitted, Problem, fit};
+pub use load::load;
 pub use spec::{
     GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SgmcmcSpec, SubsetRule, VariancesFrom,
     VariationalSpec,

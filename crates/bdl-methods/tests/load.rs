@@ -1,0 +1,107 @@
+//! `load` brings every method's saved posterior back with the same predictive, and refuses a
+//! damaged file with an error naming it.
+
+use bdl_inference::{MapConfig, PredictOptions};
+use bdl_likelihoods::Likelihood;
+use bdl_methods::{MethodSpec, Problem, fit, load};
+use bdl_models::{Activation, Mlp, MlpSpec, Network};
+use bdl_tensor::Seed;
+use candle_core::{DType, Device, Tensor};
+
+fn values(t: &Tensor) -> Vec<f64> {
+    bdl_tensor::to_f64_vec(&t.flatten_all().unwrap()).unwrap()
+}
+
+#[test]
+fn every_method_comes_back_with_the_same_predictive() {
+    let dev = &Device::Cpu;
+    let x = Tensor::arange(0u32, 24, dev)
+        .unwrap()
+        .to_dtype(DType::F32)
+        .unwrap()
+        .affine(1.0 / 12.0, -1.0)
+        .unwrap()
+        .unsqueeze(1)
+        .unwrap();
+    let y = (x.clone() * 3.0).unwrap().sin().unwrap();
+    let lik = Likelihood::Gaussian { sigma: 0.2 };
+    let specs: Vec<MethodSpec> = serde_json::from_str(
+        r#"[
+        {"method": "map", "config": {"learning_rate": 0.01, "epochs": 20, "batch_size": 8}},
+        {"method": "laplace", "config": {}},
+        {"method": "laplace", "config": {"hessian": "diagonal"}},
+        {"method": "variational", "config": {"method": {"kind": "vogn", "learning_rate": 0.01,
+            "beta": 0.1}, "prior_precision": 1, "init_precision": null, "epochs": 2,
+            "batch_size": 8, "mc_samples": 1, "lr_decay": null, "seed": 1}},
+        {"method": "swag", "config": {"batch_size": 8, "snapshots": 4, "rank": 2}},
+        {"method": "ensemble", "config": {"members": 2, "map": {"epochs": 5}}},
+        {"method": "sgmcmc", "config": {"dynamics": {"kind": "sgld"}, "step_size": 1e-5,
+            "prior_precision": 1, "epochs": 4, "batch_size": 8, "burn_in": 2}}
+    ]"#,
+    )
+    .unwrap();
+    let dir = std::env::temp_dir().join(format!("bdl-methods-load-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let options = PredictOptions {
+        samples: 4,
+        ..PredictOptions::default()
+    };
+    let mut nets = vec![(
+        Network::from(Mlp::new(MlpSpec::new(&[1, 6, 1], Activation::Tanh)).unwrap()),
+        specs,
+    )];
+    // MC dropout saves as a point estimate of a network with dropout.
+    let dropout = MlpSpec::new(&[1, 6, 1], Activation::Tanh).with_dropout(0.2);
+    nets.push((
+        Network::from(Mlp::new(dropout).unwrap()),
+        vec![MethodSpec::McDropout(MapConfig {
+            epochs: 5,
+            ..MapConfig::default()
+        })],
+    ));
+    for (net, specs) in nets {
+        let theta = net.init(Seed(0), DType::F32, dev).unwrap();
+        for (k, spec) in specs.iter().enumerate() {
+            let fitted = fit(spec, &Problem::new(&net, &theta, lik, &x, &y)).unwrap();
+            let path = dir.join(format!("{}-{k}.safetensors", net.dropout()));
+            fitted.posterior.save(&path).unwrap();
+            let back = load(&path).unwrap();
+            assert_eq!(back.method(), fitted.posterior.method(), "{}", spec.name());
+            let (a, b) = (
+                fitted.posterior.predictive(&x, &options).unwrap(),
+                back.predictive(&x, &options).unwrap(),
+            );
+            assert_eq!(
+                values(&a.mean().unwrap()),
+                values(&b.mean().unwrap()),
+                "{}",
+                spec.name()
+            );
+            assert_eq!(
+                values(&a.variance().unwrap()),
+                values(&b.variance().unwrap()),
+                "{}",
+                spec.name()
+            );
+        }
+    }
+    // A truncated tensor file is refused, naming it.
+    let path = dir.join("0-0.safetensors");
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = load(&path).err().expect("a truncated file");
+    let chain = format!("{:?}", anyhow_like(&err));
+    assert!(chain.contains("0-0.safetensors"), "{chain}");
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The error and its causes, one line each.
+fn anyhow_like(e: &dyn std::error::Error) -> Vec<String> {
+    let mut out = vec![e.to_string()];
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        out.push(c.to_string());
+        cause = c.source();
+    }
+    out
+}
