@@ -120,6 +120,34 @@ pub fn read_classification(path: &Path, target: &str) -> Result<Dataset> {
     Dataset::new(features(&table, at)?, y, task, names, provenance(path))
 }
 
+/// The columns named `names` of the CSV file at `path`, in that order, as f32 `[N, d]` (other
+/// columns, a target among them, are ignored): the inputs of a fitted model on new data.
+pub fn read_columns(path: &Path, names: &[String]) -> Result<Tensor> {
+    let table = read_table(path, Delimiter::Comma, true)?;
+    let header = table.header.clone().unwrap_or_default();
+    let at = names
+        .iter()
+        .map(|name| {
+            header.iter().position(|h| h == name).ok_or_else(|| {
+                Error::InvalidArgument(format!(
+                    "{}: no column named {name:?} (the columns are {})",
+                    path.display(),
+                    header.join(", ")
+                ))
+            })
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    let x: Vec<f32> = (0..table.rows)
+        .flat_map(|i| at.iter().map(move |&j| (i, j)))
+        .map(|(i, j)| table.values[i * table.cols + j] as f32)
+        .collect();
+    Ok(Tensor::from_vec(
+        x,
+        (table.rows, names.len()),
+        &Device::Cpu,
+    )?)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +167,13 @@ mod tests {
         let data = read_classification(&classes, "label").unwrap();
         assert_eq!(data.labels().unwrap(), [1, 0, 2]);
         assert_eq!(data.target_names().len(), 3);
+        let x = read_columns(&path, &["b".into(), "a".into()]).unwrap();
+        assert_eq!(
+            x.to_vec2::<f32>().unwrap(),
+            [[2.0, 1.0], [4.0, 3.0], [6.0, 5.0]]
+        );
+        let err = read_columns(&path, &["c".into()]).unwrap_err().to_string();
+        assert!(err.contains("no column named \"c\""), "{err}");
     }
 
     #[test]
