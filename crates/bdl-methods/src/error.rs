@@ -169,6 +169,7 @@ macro_rules! lift_failure {
 lift_failure!(
     candle_core::Error,
     bdl_tensor::Error,
+    bdl_models::Error,
     bdl_data::Error,
     bdl_inference::InvalidParam
 );

@@ -77,6 +77,45 @@ impl<'a> Problem<'a> {
         Dataset::new(x, y, task, features, provenance).lift(method)
     }
 
+    /// The checks every fit makes before it starts, so that bad input is the same typed error
+    /// whichever method meets it: at least one example; as many rows of y as of x; finite
+    /// inputs and targets; class labels below the likelihood's class count; θ of the network's
+    /// length and finite; x of the network's input shape (a forward pass of its first row).
+    fn check(&self, method: &'static str) -> Result<()> {
+        let invalid = |param: &str, value: String, requirement: &str| Error::Failed {
+            method,
+            source: Box::new(bdl_inference::InvalidParam::new(param, value, requirement).into()),
+        };
+        let n = bdl_inference::paired_rows(self.x, self.y).lift(method)?;
+        if n == 0 {
+            return Err(invalid("x", "0 rows".into(), "at least one example"));
+        }
+        bdl_tensor::check_finite(self.x, "x").lift(method)?;
+        if self.y.dtype().is_float() {
+            bdl_tensor::check_finite(self.y, "y").lift(method)?;
+        }
+        let classes = match self.likelihood {
+            Likelihood::Categorical { classes } => Some(classes),
+            Likelihood::Bernoulli => Some(2),
+            Likelihood::Gaussian { .. } => None,
+        };
+        if let (Some(classes), DType::U32) = (classes, self.y.dtype()) {
+            let labels: Vec<u32> = self.y.flatten_all().lift(method)?.to_vec1().lift(method)?;
+            if let Some(bad) = labels.iter().find(|&&c| c as usize >= classes) {
+                return Err(invalid(
+                    "y",
+                    format!("label {bad}"),
+                    &format!("a class index below {classes}"),
+                ));
+            }
+        }
+        self.network.layout().check_flat(self.theta).lift(method)?;
+        bdl_tensor::check_finite(self.theta, "θ").lift(method)?;
+        let first = self.x.narrow(0, 0, 1).lift(method)?;
+        self.network.forward(self.theta, &first).lift(method)?;
+        Ok(())
+    }
+
     /// θ with its network and likelihood, as the MAP estimate a Laplace or MC dropout uses.
     fn estimate(&self, method: &'static str) -> Result<MapEstimate> {
         MapEstimate::new(self.network.clone(), self.theta.clone(), self.likelihood).lift(method)
@@ -141,6 +180,7 @@ pub struct Diagnostics {
 pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
     let start = Instant::now();
     let method = spec.name();
+    problem.check(method)?;
     let (x, y) = (problem.x, problem.y);
     let (net, theta, lik) = (problem.network, problem.theta, problem.likelihood);
     let mut diagnostics = Diagnostics::default();

@@ -65,6 +65,30 @@ pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
 /// The key of the sidecar inside a safetensors header's `__metadata__`.
 const EMBEDDED: &str = "bdl";
 
+/// The key of the tensors' SHA-256 inside a safetensors header's `__metadata__`.
+const DIGEST: &str = "bdl.sha256";
+
+/// SHA-256 over `tensors` in name order: each name, dtype, rank, dims (u64 little-endian) and
+/// data bytes, in hexadecimal.
+fn digest<'a>(tensors: impl Iterator<Item = (&'a str, &'a Tensor)>) -> String {
+    use safetensors::View as _;
+    use sha2::Digest as _;
+    let mut sorted: Vec<(&str, &Tensor)> = tensors.collect();
+    sorted.sort_by(|a, b| a.0.cmp(b.0));
+    let mut hash = sha2::Sha256::new();
+    for (name, t) in sorted {
+        hash.update((name.len() as u64).to_le_bytes());
+        hash.update(name.as_bytes());
+        hash.update(format!("{:?}", t.dtype()).as_bytes());
+        hash.update((t.dims().len() as u64).to_le_bytes());
+        for d in t.dims() {
+            hash.update((*d as u64).to_le_bytes());
+        }
+        hash.update(t.data());
+    }
+    hash.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// Saves named tensors to `path` (safetensors) and, when given, `sidecar` to
 /// [`sidecar_path`]`(path)` (pretty JSON).
 ///
@@ -99,9 +123,14 @@ pub fn save_safetensors(
             })?,
         ),
     };
-    let header = json
-        .as_ref()
-        .map(|j| HashMap::from([(EMBEDDED.to_owned(), j.clone())]));
+    let mut header = HashMap::from([(
+        DIGEST.to_owned(),
+        digest(tensors.iter().map(|(n, t)| (n.as_str(), t))),
+    )]);
+    if let Some(j) = &json {
+        header.insert(EMBEDDED.to_owned(), j.clone());
+    }
+    let header = Some(header);
     let bytes = safetensors::serialize(tensors.iter().map(|(n, t)| (n.as_str(), t)), header)
         .map_err(|e| Error::Safetensors {
             path: path.to_path_buf(),
@@ -113,13 +142,32 @@ pub fn save_safetensors(
     write_atomically(path, &bytes)
 }
 
-/// Loads every tensor of a safetensors file, keyed by name.
+/// Loads every tensor of a safetensors file, keyed by name. A file written by
+/// [`save_safetensors`] carries the SHA-256 of its tensors, checked here: a file altered after
+/// it was written is an error, not other numbers.
 pub fn load_safetensors(path: &Path, device: &Device) -> Result<HashMap<String, Tensor>> {
     let bytes = std::fs::read(path).map_err(io_error(path))?;
-    candle_core::safetensors::load_buffer(&bytes, device).map_err(|e| Error::Safetensors {
+    let damaged = |message: String| Error::Safetensors {
         path: path.to_path_buf(),
-        message: e.to_string(),
-    })
+        message,
+    };
+    let tensors = candle_core::safetensors::load_buffer(&bytes, &Device::Cpu)
+        .map_err(|e| damaged(e.to_string()))?;
+    let (_, metadata) =
+        safetensors::SafeTensors::read_metadata(&bytes).map_err(|e| damaged(e.to_string()))?;
+    if let Some(stored) = metadata.metadata().as_ref().and_then(|m| m.get(DIGEST)) {
+        let actual = digest(tensors.iter().map(|(n, t)| (n.as_str(), t)));
+        if &actual != stored {
+            return Err(damaged(format!(
+                "the tensors' SHA-256 is {actual}, not the {stored} it was written with: the \
+                 file was altered"
+            )));
+        }
+    }
+    tensors
+        .into_iter()
+        .map(|(name, t)| Ok((name, t.to_device(device)?)))
+        .collect()
 }
 
 /// Reads and parses the sidecar of the checkpoint at `path`: the copy embedded in the
@@ -222,6 +270,40 @@ mod tests {
             let _ = read_sidecar::<serde_json::Value>(&path);
             std::fs::remove_dir_all(dir).unwrap();
         }
+    }
+
+    /// One byte of tensor data changed after the save is refused by the stored SHA-256; a file
+    /// written without one (another writer) still loads.
+    #[test]
+    fn an_altered_tensor_is_refused() {
+        let dir = scratch("altered");
+        let path = dir.join("a.safetensors");
+        let t = normal(
+            &mut Seed(4).rng(),
+            (4, 3),
+            0.0,
+            1.0,
+            DType::F32,
+            &Device::Cpu,
+        )
+        .unwrap();
+        save_safetensors(&path, &[("t".into(), t.clone())], None::<&()>).unwrap();
+        assert!(load_safetensors(&path, &Device::Cpu).is_ok());
+        let mut bytes = std::fs::read(&path).unwrap();
+        let last = bytes.len() - 1;
+        bytes[last] ^= 0x01;
+        std::fs::write(&path, &bytes).unwrap();
+        let err = load_safetensors(&path, &Device::Cpu)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("a.safetensors") && err.contains("altered"),
+            "{err}"
+        );
+        let plain = safetensors::serialize([("t", &t)], None).unwrap();
+        std::fs::write(&path, plain).unwrap();
+        assert!(load_safetensors(&path, &Device::Cpu).is_ok());
+        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
