@@ -321,7 +321,7 @@ fn labels_of(labels: &Tensor, n: usize) -> Result<Vec<usize>> {
 }
 
 /// The mutual information between the label and the parameters at each point, in nats:
-/// H[(1/S) Σ_s p_s] − (1/S) Σ_s H[p_s], from the class probabilities of S posterior components
+/// H\[(1/S) Σ_s p_s\] − (1/S) Σ_s H\[p_s\], from the class probabilities of S posterior components
 /// `[S, N, C]` (weight draws, ensemble members, dropout masks): zero where they agree, large
 /// where they disagree (epistemic uncertainty, BALD).
 ///

@@ -1,4 +1,4 @@
-//! [`fit`]: one call from a [`MethodSpec`] and a [`Problem`] to a fitted [`Posterior`].
+//! [`fit()`]: one call from a [`MethodSpec`] and a [`Problem`] to a fitted [`Posterior`].
 
 use std::time::Instant;
 

@@ -1,5 +1,5 @@
 //! The method layer of bdl: every method as one [`MethodSpec`] (serde, so a list of methods is a
-//! JSON file), fitted by one call, [`fit`], to one [`Problem`] (network, θ, likelihood,
+//! JSON file), fitted by one call, [`fit()`], to one [`Problem`] (network, θ, likelihood,
 //! training examples), ending in a [`Fitted`]: a boxed [`Posterior`](bdl_inference::Posterior), its
 //! [`Diagnostics`] and the seconds it took.
 //!
@@ -13,7 +13,7 @@
 //! | `sgmcmc` | SGLD or SGHMC, constant or cyclical step size, over a subnetwork or all (any network) | `bdl-mcmc` |
 //! | `hmc`, `nuts` | Hamiltonian Monte Carlo and the No-U-Turn sampler on the full-batch posterior, ε adapted in the burn-in | `bdl-mcmc` |
 //!
-//! [`load`] reads any saved posterior back, whichever method wrote it.
+//! [`load()`] reads any saved posterior back, whichever method wrote it.
 //!
 //! A divergence is one error kind, [`Error::Diverged`], whichever method diverged; a
 //! specification a method cannot follow (a diagonal Laplace over a subnetwork, Gibbs on a CNN)

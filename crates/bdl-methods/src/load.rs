@@ -1,4 +1,4 @@
-//! [`load`]: any saved posterior back, whichever method wrote it.
+//! [`load()`]: any saved posterior back, whichever method wrote it.
 
 use std::path::Path;
 

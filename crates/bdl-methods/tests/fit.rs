@@ -338,9 +338,16 @@ fn what_a_method_cannot_do_is_unsupported() {
         seed: Seed(0),
         subnetwork: SubsetRule::All,
     });
-    let e = fit(&gibbs, &Problem::new(&cnn, &theta, LIK, data.x(), data.y()))
-        .err()
-        .expect("a CNN");
+    // Images the CNN reads (its inputs as rows of 784), so that only the sampler objects.
+    let images = Tensor::zeros((2, 784), DType::F32, &Device::Cpu).unwrap();
+    let labels = Tensor::new(&[0u32, 1], &Device::Cpu).unwrap();
+    let classes = Likelihood::Categorical { classes: 10 };
+    let e = fit(
+        &gibbs,
+        &Problem::new(&cnn, &theta, classes, &images, &labels),
+    )
+    .err()
+    .expect("a CNN");
     assert_eq!(
         e.to_string(),
         "blocked Gibbs cannot sample a network that is not an MLP"

@@ -4,7 +4,7 @@
 //! subnetwork linearized Laplace, per-layer and online prior tuning), [`variational`] (Vadam,
 //! VOGN, Vprop, VadaGrad, VON, IVON, Bayes-by-Backprop), [`mcmc`] (blocked Gibbs, SGLD, SGHMC,
 //! HMC, NUTS), [`baselines`] (SWAG, MC dropout, deep ensembles), [`methods`] (every method as
-//! one serde [`MethodSpec`], fitted by one [`fit`]), and below them [`data`], [`models`],
+//! one serde [`MethodSpec`], fitted by one [`fit()`]), and below them [`data`], [`models`],
 //! [`likelihoods`], [`inference`] (the [`Posterior`](inference::Posterior) trait), [`eval`]
 //! (metrics, recalibration, plots) and [`tensor`]. [`prelude`] holds what most programs use.
 //!
@@ -188,7 +188,7 @@ pub mod baselines {
 
 #[cfg(feature = "methods")]
 pub mod methods {
-    //! Every method as one serde [`MethodSpec`], fitted by one [`fit`] to a [`Problem`].
+    //! Every method as one serde [`MethodSpec`], fitted by one [`fit()`] to a [`Problem`].
     //!
     //! ```
     //! use bdl::methods::MethodSpec;
@@ -205,7 +205,7 @@ pub use bdl_methods::{Fitted, MethodSpec, Problem, fit};
 pub mod prelude {
     //! What most programs use: the networks, the likelihoods, [`Posterior`] and its options,
     //! seeds, configuration checks, and (with `methods`) [`MethodSpec`], [`Problem`] and
-    //! [`fit`].
+    //! [`fit()`].
     //!
     //! ```
     //! use bdl::prelude::*;
