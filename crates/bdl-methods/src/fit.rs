@@ -391,6 +391,28 @@ fn best<P>(
         })
 }
 
+/// The subnetwork `rule` chooses, into a method configuration's own `subset` of explicit
+/// indices (which must then be empty: one of the two, not both).
+fn merge_subset(
+    rule: &SubsetRule,
+    subset: &mut Option<Vec<usize>>,
+    problem: &Problem<'_>,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<()> {
+    if let Some(chosen) = rule.choose(problem, method)? {
+        if subset.is_some() {
+            return Err(Error::Unsupported {
+                method,
+                what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
+            });
+        }
+        diagnostics.subnetwork = Some(chosen.len());
+        *subset = Some(chosen);
+    }
+    Ok(())
+}
+
 /// A variational method from θ, over the subnetwork its rule chooses.
 fn variational(
     spec: &VariationalSpec,
@@ -399,16 +421,13 @@ fn variational(
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
     let mut config = spec.config.clone();
-    if let Some(subset) = spec.subnetwork.choose(problem, method)? {
-        if config.subset.is_some() {
-            return Err(Error::Unsupported {
-                method,
-                what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
-            });
-        }
-        diagnostics.subnetwork = Some(subset.len());
-        config.subset = Some(subset);
-    }
+    merge_subset(
+        &spec.subnetwork,
+        &mut config.subset,
+        problem,
+        method,
+        diagnostics,
+    )?;
     let config = config.check().lift(method)?;
     let (x, y) = (problem.x, problem.y);
     let fit = bdl_variational::fit(
@@ -432,16 +451,13 @@ fn sgmcmc(
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
     let mut config = spec.config.clone();
-    if let Some(subset) = spec.subnetwork.choose(problem, method)? {
-        if config.subset.is_some() {
-            return Err(Error::Unsupported {
-                method,
-                what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
-            });
-        }
-        diagnostics.subnetwork = Some(subset.len());
-        config.subset = Some(subset);
-    }
+    merge_subset(
+        &spec.subnetwork,
+        &mut config.subset,
+        problem,
+        method,
+        diagnostics,
+    )?;
     let config = config.check().lift(method)?;
     let (net, lik) = (problem.network, problem.likelihood);
     let fit = bdl_mcmc::sample_sgmcmc(net, problem.theta, lik, problem.x, problem.y, &config)
