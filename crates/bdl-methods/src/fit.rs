@@ -13,7 +13,9 @@ use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
-use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, SgmcmcSpec, SubsetRule, VariationalSpec};
+use crate::{
+    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, PriorBy, SgmcmcSpec, SubsetRule, VariationalSpec,
+};
 
 /// What every method is fitted to: the network, its parameters θ (the start of training or
 /// sampling, or the MAP a Laplace is taken at), the likelihood and the training data (x, y).
@@ -29,6 +31,8 @@ pub struct Problem<'a> {
     pub x: &'a Tensor,
     /// The training targets: `[N, k]` for regression, u32 labels `[N]` for classification.
     pub y: &'a Tensor,
+    /// Held-out examples (x, y), for the methods that choose a hyper-parameter on them.
+    pub validation: Option<(&'a Tensor, &'a Tensor)>,
 }
 
 impl<'a> Problem<'a> {
@@ -46,6 +50,16 @@ impl<'a> Problem<'a> {
             likelihood,
             x,
             y,
+            validation: None,
+        }
+    }
+
+    /// The same problem with held-out examples (x_val, y_val), on which a Laplace posterior
+    /// can choose λ (`"prior_by": "validation"`).
+    pub fn with_validation(self, x: &'a Tensor, y: &'a Tensor) -> Self {
+        Self {
+            validation: Some((x, y)),
+            ..self
         }
     }
 
@@ -317,10 +331,22 @@ fn laplace(
                     at(spec.config.prior.clone())?
                 }
                 Some(grid) => {
-                    // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
+                    let validation = validation_of(spec, problem, method)?;
                     let (post, lambda) = best(grid, method, |l| {
                         let post = at(PriorPrecision::Scalar(l))?;
-                        let score = post.log_marginal_likelihood(0.0).lift(method)?;
+                        let score = match validation {
+                            Some((xv, yv)) => {
+                                let pred = post
+                                    .predictive(xv, &bdl_inference::PredictOptions::default())
+                                    .lift(method)?;
+                                let ll = pred.log_lik(yv).map_err(bdl_inference::Error::from);
+                                let ll = bdl_tensor::to_f64_vec(&ll.lift(method)?).lift(method)?;
+                                ll.iter().sum::<f64>() / ll.len() as f64
+                            }
+                            // log p(D | θ̂) is the same for every λ: 0 in its place gives the
+                            // same argmax.
+                            None => post.log_marginal_likelihood(0.0).lift(method)?,
+                        };
                         Ok((post, score))
                     })?;
                     diagnostics.prior_precision = Some(lambda);
@@ -357,14 +383,41 @@ fn laplace(
                     };
                     let evidence =
                         Evidence::new(&map, x, y, subset, config.batch_size).lift(method)?;
-                    let ((), lambda) =
-                        best(grid, method, |l| Ok(((), evidence.log_evidence(l, sigma))))?;
+                    let ((), lambda) = match validation_of(spec, problem, method)? {
+                        Some((xv, yv)) => {
+                            let val = evidence.validation(xv, yv).lift(method)?;
+                            best(grid, method, |l| {
+                                let score =
+                                    evidence.validation_log_lik(&val, l, sigma).lift(method)?;
+                                Ok(((), score))
+                            })?
+                        }
+                        None => best(grid, method, |l| Ok(((), evidence.log_evidence(l, sigma))))?,
+                    };
                     diagnostics.prior_precision = Some(lambda);
                     evidence.posterior(lambda, sigma).lift(method)?
                 }
             };
             Ok(Box::new(post))
         }
+    }
+}
+
+/// The validation examples when `spec` chooses λ on them (an error when the problem has none).
+fn validation_of<'a>(
+    spec: &LaplaceSpec,
+    problem: &Problem<'a>,
+    method: &'static str,
+) -> Result<Option<(&'a Tensor, &'a Tensor)>> {
+    match (spec.prior_by, problem.validation) {
+        (PriorBy::Evidence, _) => Ok(None),
+        (PriorBy::Validation, Some(v)) => Ok(Some(v)),
+        (PriorBy::Validation, None) => Err(Error::Unsupported {
+            method,
+            what: "choose λ on validation examples the problem does not have \
+                   (Problem::with_validation)"
+                .into(),
+        }),
     }
 }
 

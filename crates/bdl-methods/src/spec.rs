@@ -114,10 +114,31 @@ pub struct LaplaceSpec {
     /// diagonal) instead of `config.prior`, used as the subnetwork's λ as it is (no scaling).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prior_grid: Option<Vec<f64>>,
+    /// What chooses λ from `prior_grid`: the marginal likelihood on the training data, or the
+    /// log-likelihood of the problem's validation examples ([`Problem::with_validation`]).
+    ///
+    /// [`Problem::with_validation`]: crate::Problem::with_validation
+    #[serde(skip_serializing_if = "is_default")]
+    pub prior_by: PriorBy,
     /// One λ per layer by the marginal likelihood (MacKay's fixed point, from the scalar
     /// `config.prior`), full GGN only.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub layerwise_prior: bool,
+}
+
+/// How a Laplace posterior's λ is chosen from its grid.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PriorBy {
+    /// The Laplace marginal likelihood of the training data.
+    #[default]
+    Evidence,
+    /// The mean log-likelihood of the validation examples under the linearized predictive.
+    Validation,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
 }
 
 /// A variational fit, over every parameter or over a subnetwork.

@@ -434,3 +434,50 @@ fn layerwise_prior_is_the_fixed_point() {
         Err(Error::Unsupported { .. })
     ));
 }
+
+/// λ on held-out examples: the grid's argmax of `Evidence::validation_log_lik`; without
+/// validation examples, an error saying what is missing.
+#[test]
+fn prior_by_validation_takes_the_held_out_argmax() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let (x_val, y_val) = (
+        data.x().narrow(0, 0, 10).unwrap(),
+        data.y().narrow(0, 0, 10).unwrap(),
+    );
+    let (x_val, y_val) = ((x_val + 0.025).unwrap(), (y_val.clone() + 0.05).unwrap());
+    let grid = vec![0.01, 0.1, 1.0, 10.0, 100.0];
+    let spec: MethodSpec = serde_json::from_value(serde_json::json!({
+        "method": "laplace",
+        "config": {"prior_grid": grid, "prior_by": "validation"}
+    }))
+    .unwrap();
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
+    let e = fit(&spec, &problem).err().expect("no validation examples");
+    assert!(matches!(e, Error::Unsupported { .. }), "{e}");
+    let fitted = fit(&spec, &problem.with_validation(&x_val, &y_val)).unwrap();
+
+    let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let d = net.layout().len();
+    let evidence = Evidence::new(&map, data.x(), data.y(), (0..d).collect(), 256).unwrap();
+    let val = evidence.validation(&x_val, &y_val).unwrap();
+    let scores: Vec<f64> = grid
+        .iter()
+        .map(|&l| evidence.validation_log_lik(&val, l, 0.2).unwrap())
+        .collect();
+    let argmax = (0..grid.len())
+        .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
+        .unwrap();
+    assert_eq!(fitted.diagnostics.prior_precision, Some(grid[argmax]));
+    let diagonal: MethodSpec = serde_json::from_value(serde_json::json!({
+        "method": "laplace",
+        "config": {"hessian": "diagonal", "prior_grid": grid, "prior_by": "validation"}
+    }))
+    .unwrap();
+    let chosen = fit(&diagonal, &problem.with_validation(&x_val, &y_val))
+        .unwrap()
+        .diagnostics
+        .prior_precision
+        .unwrap();
+    assert!(grid.contains(&chosen));
+}
