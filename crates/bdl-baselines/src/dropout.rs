@@ -53,6 +53,25 @@ impl McDropout {
     }
 }
 
+impl McDropout {
+    /// f at the rows of `x` under dropout mask `s`, drawn from `options.seed.index(s)`.
+    fn outputs(
+        &self,
+        x: &Tensor,
+        options: &Valid<PredictOptions>,
+        s: usize,
+    ) -> bdl_inference::Result<Tensor> {
+        let mut masks = options.seed.index(s as u64).rng();
+        bdl_inference::forward_batched(
+            self.network(),
+            self.map.theta(),
+            x,
+            options.batch_size,
+            Some(&mut masks),
+        )
+    }
+}
+
 impl Posterior for McDropout {
     fn method(&self) -> &str {
         "MC dropout"
@@ -64,15 +83,9 @@ impl Posterior for McDropout {
 
     fn predict(&self, x: &Tensor, options: &Valid<PredictOptions>) -> Prediction {
         bdl_inference::mixture(options.samples, |s| {
-            let mut masks = options.seed.index(s as u64).rng();
-            let f = bdl_inference::forward_batched(
-                self.network(),
-                self.map.theta(),
-                x,
-                options.batch_size,
-                Some(&mut masks),
-            )?;
-            Ok(self.likelihood().point_predictive(&f)?)
+            Ok(self
+                .likelihood()
+                .point_predictive(&self.outputs(x, options, s)?)?)
         })
     }
 
@@ -91,15 +104,9 @@ impl Posterior for McDropout {
         let options = options.clone().check()?;
         let draws = (0..options.samples)
             .map(|s| {
-                let mut masks = options.seed.index(s as u64).rng();
-                let f = bdl_inference::forward_batched(
-                    self.network(),
-                    self.map.theta(),
-                    x,
-                    options.batch_size,
-                    Some(&mut masks),
-                )?;
-                Ok(f.to_dtype(candle_core::DType::F64)?)
+                Ok(self
+                    .outputs(x, &options, s)?
+                    .to_dtype(candle_core::DType::F64)?)
             })
             .collect::<bdl_inference::Result<Vec<_>>>()?;
         Ok(Some(Tensor::stack(&draws, 0)?))

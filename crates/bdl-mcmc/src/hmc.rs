@@ -109,6 +109,36 @@ struct Potential<'a> {
     theta0: &'a Tensor,
 }
 
+impl<'a> Potential<'a> {
+    /// The potential of `network` at parameters like `theta0` on (x, y), after the checks
+    /// its samplers need: a valid likelihood, θ₀ of the network's length, paired rows, and
+    /// finite data, so that a non-finite output means an overflowed θ (an infinite potential).
+    fn new(
+        network: &'a Network,
+        theta0: &'a Tensor,
+        likelihood: Likelihood,
+        x: &'a Tensor,
+        y: &'a Tensor,
+        lambda: f64,
+    ) -> Result<Self> {
+        likelihood.check().map_err(bdl_inference::Error::from)?;
+        network.layout().check_flat(theta0)?;
+        bdl_inference::paired_rows(x, y)?;
+        bdl_tensor::check_finite(x, "x")?;
+        if y.dtype().is_float() {
+            bdl_tensor::check_finite(y, "y")?;
+        }
+        Ok(Self {
+            network,
+            likelihood,
+            x,
+            y,
+            lambda,
+            theta0,
+        })
+    }
+}
+
 impl Potential<'_> {
     /// (U(θ), ∇U(θ)); U is infinite where the outputs are not finite.
     fn at(&self, theta: &[f64]) -> Result<(f64, Vec<f64>)> {
@@ -214,22 +244,7 @@ pub fn sample_hmc(
     y: &Tensor,
     config: &Valid<HmcConfig>,
 ) -> Result<HmcFit> {
-    likelihood.check().map_err(bdl_inference::Error::from)?;
-    network.layout().check_flat(theta0)?;
-    bdl_inference::paired_rows(x, y)?;
-    // Finite data, so that a non-finite output means an overflowed θ (an infinite potential).
-    bdl_tensor::check_finite(x, "x")?;
-    if y.dtype().is_float() {
-        bdl_tensor::check_finite(y, "y")?;
-    }
-    let potential = Potential {
-        network,
-        likelihood,
-        x,
-        y,
-        lambda: config.prior_precision,
-        theta0,
-    };
+    let potential = Potential::new(network, theta0, likelihood, x, y, config.prior_precision)?;
     let mut theta = bdl_tensor::to_f64_vec(theta0)?;
     let d = theta.len();
     let (mut u, mut grad) = potential.at(&theta)?;
@@ -505,21 +520,7 @@ pub fn sample_nuts(
     y: &Tensor,
     config: &Valid<NutsConfig>,
 ) -> Result<NutsFit> {
-    likelihood.check().map_err(bdl_inference::Error::from)?;
-    network.layout().check_flat(theta0)?;
-    bdl_inference::paired_rows(x, y)?;
-    bdl_tensor::check_finite(x, "x")?;
-    if y.dtype().is_float() {
-        bdl_tensor::check_finite(y, "y")?;
-    }
-    let potential = Potential {
-        network,
-        likelihood,
-        x,
-        y,
-        lambda: config.prior_precision,
-        theta0,
-    };
+    let potential = Potential::new(network, theta0, likelihood, x, y, config.prior_precision)?;
     let q = bdl_tensor::to_f64_vec(theta0)?;
     let d = q.len();
     let (u, g) = potential.at(&q)?;
