@@ -179,6 +179,10 @@ pub fn read_sidecar<T: DeserializeOwned>(path: &Path) -> Result<T> {
             source,
         });
     }
+    if !path.exists() {
+        // Name the file the caller asked for, not the sidecar beside it.
+        return Err(io_error(path)(std::io::ErrorKind::NotFound.into()));
+    }
     let side = sidecar_path(path);
     let bytes = std::fs::read(&side).map_err(io_error(&side))?;
     serde_json::from_slice(&bytes).map_err(|source| Error::Json { path: side, source })
