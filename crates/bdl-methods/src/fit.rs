@@ -287,12 +287,6 @@ fn laplace(
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
     let map = problem.estimate(method)?;
-    let (x, y) = (problem.x, problem.y);
-    let config = spec.config.clone().check().lift(method)?;
-    let scalar = |prior: &PriorPrecision| match prior {
-        PriorPrecision::Scalar(l) => Some(*l),
-        _ => None,
-    };
     if spec.layerwise_prior && (spec.hessian == Hessian::Diagonal || spec.prior_grid.is_some()) {
         return Err(Error::Unsupported {
             method,
@@ -300,105 +294,127 @@ fn laplace(
                 .into(),
         });
     }
-    match spec.hessian {
-        Hessian::Diagonal => {
-            if spec.subnetwork != SubsetRule::All {
-                return Err(Error::Unsupported {
-                    method,
-                    what: "take a subnetwork (a diagonal Laplace is over every parameter)".into(),
-                });
-            }
-            let h = bdl_laplace::ggn_diagonal(
-                map.network(),
-                map.theta(),
-                &map.likelihood(),
-                x,
-                config.batch_size,
-            )
-            .lift(method)?;
-            let at = |prior: PriorPrecision| -> Result<DiagLaplace> {
-                let config = LaplaceConfig {
-                    prior,
-                    ..spec.config.clone()
-                }
-                .check()
-                .lift(method)?;
-                DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config).lift(method)
-            };
-            let post = match &spec.prior_grid {
-                None => {
-                    diagnostics.prior_precision = scalar(&spec.config.prior);
-                    at(spec.config.prior.clone())?
-                }
-                Some(grid) => {
-                    let validation = validation_of(spec, problem, method)?;
-                    let (post, lambda) = best(grid, method, |l| {
-                        let post = at(PriorPrecision::Scalar(l))?;
-                        let score = match validation {
-                            Some((xv, yv)) => {
-                                let pred = post
-                                    .predictive(xv, &bdl_inference::PredictOptions::default())
-                                    .lift(method)?;
-                                let ll = pred.log_lik(yv).map_err(bdl_inference::Error::from);
-                                let ll = bdl_tensor::to_f64_vec(&ll.lift(method)?).lift(method)?;
-                                ll.iter().sum::<f64>() / ll.len() as f64
-                            }
-                            // log p(D | θ̂) is the same for every λ: 0 in its place gives the
-                            // same argmax.
-                            None => post.log_marginal_likelihood(0.0).lift(method)?,
-                        };
-                        Ok((post, score))
-                    })?;
-                    diagnostics.prior_precision = Some(lambda);
-                    post
-                }
-            };
-            Ok(Box::new(post))
+    Ok(match spec.hessian {
+        Hessian::Diagonal => Box::new(diagonal_laplace(spec, problem, &map, method, diagnostics)?),
+        Hessian::Full => Box::new(full_laplace(spec, problem, &map, method, diagnostics)?),
+    })
+}
+
+/// The scalar λ of a prior, if it is one.
+fn scalar(prior: &PriorPrecision) -> Option<f64> {
+    match prior {
+        PriorPrecision::Scalar(l) => Some(*l),
+        PriorPrecision::PerParameter(_) => None,
+    }
+}
+
+/// The diagonal Laplace at the MAP: one GGN diagonal, then λ as given or the grid's best.
+fn diagonal_laplace(
+    spec: &LaplaceSpec,
+    problem: &Problem<'_>,
+    map: &MapEstimate,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<DiagLaplace> {
+    if spec.subnetwork != SubsetRule::All {
+        return Err(Error::Unsupported {
+            method,
+            what: "take a subnetwork (a diagonal Laplace is over every parameter)".into(),
+        });
+    }
+    let config = spec.config.clone().check().lift(method)?;
+    let h = bdl_laplace::ggn_diagonal(
+        map.network(),
+        map.theta(),
+        &map.likelihood(),
+        problem.x,
+        config.batch_size,
+    )
+    .lift(method)?;
+    let at = |prior: PriorPrecision| -> Result<DiagLaplace> {
+        let config = LaplaceConfig {
+            prior,
+            ..spec.config.clone()
         }
-        Hessian::Full => {
-            let d = map.network().layout().len();
-            let subset = spec.subnetwork.choose(problem, method)?;
-            diagnostics.subnetwork = subset.as_ref().map(Vec::len);
-            let subset = subset.unwrap_or_else(|| (0..d).collect());
-            let post: SubnetLaplace = match &spec.prior_grid {
-                None if spec.layerwise_prior => {
-                    let start = scalar(&spec.config.prior).ok_or_else(|| Error::Unsupported {
-                        method,
-                        what: "tune λ per layer from a per-parameter prior (give a scalar)".into(),
-                    })?;
-                    let tuned =
-                        bdl_laplace::layerwise_prior(&map, x, subset, start, LAYERWISE_STEPS)
-                            .lift(method)?;
-                    diagnostics.layer_prior_precisions = tuned.lambdas;
-                    tuned.posterior
-                }
-                None => {
-                    diagnostics.prior_precision = scalar(&spec.config.prior);
-                    SubnetLaplace::fit(&map, x, subset, &config).lift(method)?
-                }
-                Some(grid) => {
-                    let sigma = match map.likelihood() {
-                        Likelihood::Gaussian { sigma } => sigma,
-                        _ => 1.0,
-                    };
-                    let evidence =
-                        Evidence::new(&map, x, y, subset, config.batch_size).lift(method)?;
-                    let ((), lambda) = match validation_of(spec, problem, method)? {
-                        Some((xv, yv)) => {
-                            let val = evidence.validation(xv, yv).lift(method)?;
-                            best(grid, method, |l| {
-                                let score =
-                                    evidence.validation_log_lik(&val, l, sigma).lift(method)?;
-                                Ok(((), score))
-                            })?
-                        }
-                        None => best(grid, method, |l| Ok(((), evidence.log_evidence(l, sigma))))?,
-                    };
-                    diagnostics.prior_precision = Some(lambda);
-                    evidence.posterior(lambda, sigma).lift(method)?
-                }
+        .check()
+        .lift(method)?;
+        DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config).lift(method)
+    };
+    let Some(grid) = &spec.prior_grid else {
+        diagnostics.prior_precision = scalar(&spec.config.prior);
+        return at(spec.config.prior.clone());
+    };
+    let validation = validation_of(spec, problem, method)?;
+    let (post, lambda) = best(grid, method, |l| {
+        let post = at(PriorPrecision::Scalar(l))?;
+        let score = match validation {
+            Some((xv, yv)) => {
+                let pred = post
+                    .predictive(xv, &bdl_inference::PredictOptions::default())
+                    .lift(method)?;
+                let ll = pred.log_lik(yv).map_err(bdl_inference::Error::from);
+                let ll = bdl_tensor::to_f64_vec(&ll.lift(method)?).lift(method)?;
+                ll.iter().sum::<f64>() / ll.len() as f64
+            }
+            // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
+            None => post.log_marginal_likelihood(0.0).lift(method)?,
+        };
+        Ok((post, score))
+    })?;
+    diagnostics.prior_precision = Some(lambda);
+    Ok(post)
+}
+
+/// The full-GGN Laplace over the rule's subnetwork: λ as given, tuned per layer, or the grid's
+/// best by the evidence or on the validation examples.
+fn full_laplace(
+    spec: &LaplaceSpec,
+    problem: &Problem<'_>,
+    map: &MapEstimate,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<SubnetLaplace> {
+    let (x, y) = (problem.x, problem.y);
+    let config = spec.config.clone().check().lift(method)?;
+    let d = map.network().layout().len();
+    let subset = spec.subnetwork.choose(problem, method)?;
+    diagnostics.subnetwork = subset.as_ref().map(Vec::len);
+    let subset = subset.unwrap_or_else(|| (0..d).collect());
+    match &spec.prior_grid {
+        None if spec.layerwise_prior => {
+            let start = scalar(&spec.config.prior).ok_or_else(|| Error::Unsupported {
+                method,
+                what: "tune λ per layer from a per-parameter prior (give a scalar)".into(),
+            })?;
+            let tuned = bdl_laplace::layerwise_prior(map, x, subset, start, LAYERWISE_STEPS)
+                .lift(method)?;
+            diagnostics.layer_prior_precisions = tuned.lambdas;
+            Ok(tuned.posterior)
+        }
+        None => {
+            diagnostics.prior_precision = scalar(&spec.config.prior);
+            SubnetLaplace::fit(map, x, subset, &config).lift(method)
+        }
+        Some(grid) => {
+            let sigma = match map.likelihood() {
+                Likelihood::Gaussian { sigma } => sigma,
+                _ => 1.0,
             };
-            Ok(Box::new(post))
+            let evidence = Evidence::new(map, x, y, subset, config.batch_size).lift(method)?;
+            let ((), lambda) = match validation_of(spec, problem, method)? {
+                Some((xv, yv)) => {
+                    let val = evidence.validation(xv, yv).lift(method)?;
+                    best(grid, method, |l| {
+                        Ok((
+                            (),
+                            evidence.validation_log_lik(&val, l, sigma).lift(method)?,
+                        ))
+                    })?
+                }
+                None => best(grid, method, |l| Ok(((), evidence.log_evidence(l, sigma))))?,
+            };
+            diagnostics.prior_precision = Some(lambda);
+            evidence.posterior(lambda, sigma).lift(method)
         }
     }
 }
