@@ -51,6 +51,20 @@ impl Dynamics {
             Self::Sghmc { .. } => "SGHMC",
         }
     }
+
+    /// One coordinate's update at step size ε and temperature T, with ξ ~ N(0, 1) (0 when not
+    /// sampling) and g the minibatch gradient of −log p(θ | D):
+    /// SGLD θ ← θ − ε g + √(2εT) ξ; SGHMC v ← (1 − α) v − ε g + √(2αεT) ξ, θ ← θ + v.
+    fn step(&self, theta: &mut f64, velocity: &mut f64, grad: f64, eps: f64, t: f64, xi: f64) {
+        match *self {
+            Self::Sgld => *theta += -eps * grad + (2.0 * eps * t).sqrt() * xi,
+            Self::Sghmc { friction } => {
+                *velocity = (1.0 - friction) * *velocity - eps * grad
+                    + (2.0 * friction * eps * t).sqrt() * xi;
+                *theta += *velocity;
+            }
+        }
+    }
 }
 
 /// The step size over the run.
@@ -190,6 +204,36 @@ pub struct SgmcmcFit {
     pub steps: u64,
 }
 
+/// The coordinates each update of a step moves: the subset (or every parameter) at once, or
+/// block by block within Gibbs, each block after a gradient at the state the blocks before it
+/// left.
+fn update_groups(network: &Network, config: &SgmcmcConfig, d: usize) -> Result<Vec<Vec<usize>>> {
+    let moving: Vec<usize> = match &config.subset {
+        Some(subset) => {
+            if let Some(&bad) = subset.iter().find(|&&i| i >= d) {
+                return Err(bdl_models::Error::ParamIndex { index: bad, len: d }.into());
+            }
+            subset.clone()
+        }
+        None => (0..d).collect(),
+    };
+    let Some(blocking) = &config.blocking else {
+        return Ok(vec![moving]);
+    };
+    let blocking = match &config.subset {
+        Some(subset) => Blocking::Subnetwork {
+            subset: subset.clone(),
+            within: Box::new(blocking.clone()),
+        },
+        None => blocking.clone(),
+    };
+    Ok(blocking
+        .blocks(network.layout())?
+        .into_iter()
+        .map(|b| b.indices)
+        .collect())
+}
+
 /// Runs the sampler of `config` on `network` from `theta0` (its dtype is the compute dtype) for
 /// the data (x, y) under `likelihood`.
 ///
@@ -230,34 +274,7 @@ pub fn sample_sgmcmc(
     let (dtype, device) = (theta0.dtype(), theta0.device().clone());
     let mut theta = bdl_tensor::to_f64_vec(theta0)?;
     let d = theta.len();
-    let moving: Vec<usize> = match &config.subset {
-        Some(subset) => {
-            if let Some(&bad) = subset.iter().find(|&&i| i >= d) {
-                return Err(bdl_models::Error::ParamIndex { index: bad, len: d }.into());
-            }
-            subset.clone()
-        }
-        None => (0..d).collect(),
-    };
-    // The coordinates each update of a step moves: all at once, or block by block (within
-    // Gibbs), each block after a gradient at the state the blocks before it left.
-    let groups: Vec<Vec<usize>> = match &config.blocking {
-        None => vec![moving],
-        Some(blocking) => {
-            let blocking = match &config.subset {
-                Some(subset) => Blocking::Subnetwork {
-                    subset: subset.clone(),
-                    within: Box::new(blocking.clone()),
-                },
-                None => blocking.clone(),
-            };
-            blocking
-                .blocks(network.layout())?
-                .into_iter()
-                .map(|b| b.indices)
-                .collect()
-        }
-    };
+    let groups = update_groups(network, config, d)?;
     let mut velocity = vec![0.0; d];
     let mut noise = config.seed.fork("noise").rng();
     let total = config.epochs as u64 * data.batches_per_epoch() as u64;
@@ -294,14 +311,9 @@ pub fn sample_sgmcmc(
                     } else {
                         0.0
                     };
-                    match config.dynamics {
-                        Dynamics::Sgld => theta[i] += -eps * grad + (2.0 * eps * t).sqrt() * xi,
-                        Dynamics::Sghmc { friction } => {
-                            velocity[i] = (1.0 - friction) * velocity[i] - eps * grad
-                                + (2.0 * friction * eps * t).sqrt() * xi;
-                            theta[i] += velocity[i];
-                        }
-                    }
+                    config
+                        .dynamics
+                        .step(&mut theta[i], &mut velocity[i], grad, eps, t, xi);
                 }
             }
             if theta.iter().any(|v| !v.is_finite()) {
