@@ -251,24 +251,7 @@ fn run_typed<T: Real>(
         source,
     })?;
     let _lock = lock(&cdir)?;
-    let mut manifest = if manifest_path.exists() {
-        let found = Manifest::read(&manifest_path)?;
-        let settings = Manifest {
-            pilot: None,
-            chunks: Vec::new(),
-            ..found.clone()
-        };
-        if settings != fresh {
-            return Err(Error::Chain {
-                path: cdir,
-                reason: "written by another configuration, model or data set; use another folder"
-                    .into(),
-            });
-        }
-        found
-    } else {
-        fresh
-    };
+    let mut manifest = open_manifest(&cdir, fresh)?;
     check_chunks(&cdir, &mut manifest)?;
     // A short last chunk (the end of a shorter run) is computed again when the chain is extended.
     if manifest
@@ -285,19 +268,7 @@ fn run_typed<T: Real>(
             let theta = bdl_tensor::normal(&mut rng, n_params, 0.0, sd, T::DTYPE, &Device::Cpu)?;
             State::new(theta.to_vec1::<T>()?)
         }
-        k => {
-            let path = chunk_path(&cdir, k as u64 - 1);
-            let sidecar: ChunkSidecar = bdl_tensor::read_sidecar(&path)?;
-            let tensors = bdl_tensor::load_safetensors(&path, &Device::Cpu)?;
-            let theta = tensors.get("state").ok_or_else(|| Error::Chain {
-                path: path.clone(),
-                reason: "no `state` tensor".into(),
-            })?;
-            State {
-                theta: theta.to_dtype(T::DTYPE)?.to_vec1()?,
-                log_target: sidecar.log_target,
-            }
-        }
+        k => last_state(&chunk_path(&cdir, k as u64 - 1))?,
     };
     let resumed_at = manifest.chunks.last().map_or(0, |c| c.end);
     // The pilot, before the first chunk, from θ₀ on its own stream; recorded at once.
@@ -342,24 +313,9 @@ fn run_typed<T: Real>(
             acceptance: engine.take_acceptance(),
             log_target: engine.state().log_target(),
         };
-        let theta = engine.state().theta();
-        let mut tensors = vec![(
-            "state".to_owned(),
-            Tensor::from_slice(theta, n_params, &Device::Cpu)?,
-        )];
-        if !log_targets.is_empty() {
-            let s = log_targets.len();
-            tensors.push((
-                "draws".to_owned(),
-                Tensor::from_vec(draws, (s, n_params), &Device::Cpu)?,
-            ));
-            tensors.push((
-                "log_target".to_owned(),
-                Tensor::from_vec(log_targets, s, &Device::Cpu)?,
-            ));
-        }
         let path = chunk_path(&cdir, k);
-        bdl_tensor::save_safetensors(&path, &tensors, Some(&sidecar))?;
+        let recorded = (draws, log_targets);
+        write_chunk(&path, &sidecar, engine.state().theta(), recorded)?;
         manifest.chunks.push(ChunkEntry {
             start,
             end,
@@ -379,6 +335,71 @@ fn run_typed<T: Real>(
         resumed_at,
         iterations: manifest.chunks.last().map_or(0, |c| c.end),
     })
+}
+
+/// The chain's manifest: the one in `cdir` when it was written by the same configuration,
+/// model and data (`fresh` without its pilot and chunks), `fresh` when there is none.
+fn open_manifest(cdir: &Path, fresh: Manifest) -> Result<Manifest> {
+    let path = cdir.join("chain.json");
+    if !path.exists() {
+        return Ok(fresh);
+    }
+    let found = Manifest::read(&path)?;
+    let settings = Manifest {
+        pilot: None,
+        chunks: Vec::new(),
+        ..found.clone()
+    };
+    if settings != fresh {
+        return Err(Error::Chain {
+            path: cdir.to_path_buf(),
+            reason: "written by another configuration, model or data set; use another folder"
+                .into(),
+        });
+    }
+    Ok(found)
+}
+
+/// The state a chunk ended in: its `state` tensor and its sidecar's log-target.
+fn last_state<T: Real>(path: &Path) -> Result<State<T>> {
+    let sidecar: ChunkSidecar = bdl_tensor::read_sidecar(path)?;
+    let tensors = bdl_tensor::load_safetensors(path, &Device::Cpu)?;
+    let theta = tensors.get("state").ok_or_else(|| Error::Chain {
+        path: path.to_path_buf(),
+        reason: "no `state` tensor".into(),
+    })?;
+    Ok(State {
+        theta: theta.to_dtype(T::DTYPE)?.to_vec1()?,
+        log_target: sidecar.log_target,
+    })
+}
+
+/// Saves one chunk: the state θ it ended in and, when it recorded any, its `draws` `[S, D]`
+/// and their `log_target`s `[S]`, with the sidecar.
+fn write_chunk<T: Real>(
+    path: &Path,
+    sidecar: &ChunkSidecar,
+    theta: &[T],
+    (draws, log_targets): (Vec<T>, Vec<f64>),
+) -> Result<()> {
+    let d = theta.len();
+    let mut tensors = vec![(
+        "state".to_owned(),
+        Tensor::from_slice(theta, d, &Device::Cpu)?,
+    )];
+    if !log_targets.is_empty() {
+        let s = log_targets.len();
+        tensors.push((
+            "draws".to_owned(),
+            Tensor::from_vec(draws, (s, d), &Device::Cpu)?,
+        ));
+        tensors.push((
+            "log_target".to_owned(),
+            Tensor::from_vec(log_targets, s, &Device::Cpu)?,
+        ));
+    }
+    bdl_tensor::save_safetensors(path, &tensors, Some(sidecar))?;
+    Ok(())
 }
 
 /// Writes the manifest (atomically).
