@@ -198,38 +198,12 @@ pub fn fit_monitored(
     for epoch in 0..config.epochs {
         let mut diverged = None;
         data.epoch(epoch, |xb, yb| {
-            let m = xb.dims()[0] as f64;
             let step = q.steps() + 1;
             let mut observe = || -> Result<()> {
                 for _ in 0..config.mc_samples {
                     let draw = q.draw();
                     let theta = Tensor::from_slice(&draw.theta, d, device)?.to_dtype(dtype)?;
-                    // The network's products are sums over the minibatch: the means are / M.
-                    let mean = |mut sum: Vec<f64>| -> Vec<f64> {
-                        bdl_tensor::vectorized(
-                            #[inline(always)]
-                            || sum.iter_mut().for_each(|v| *v /= m),
-                        );
-                        sum
-                    };
-                    let (g, h) = if curvature == Curvature::GgnDiagonal {
-                        let cache = network.forward_cached(&theta, xb)?;
-                        let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
-                        let factor = likelihood.hess_factor(&cache.output)?;
-                        let wide =
-                            |t: Tensor| -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&t)?) };
-                        let g = wide(network.backward(&theta, &cache, &r)?)?;
-                        let h = wide(network.ggn_diagonal(&theta, &cache, &factor)?)?;
-                        (mean(g), Some(mean(h)))
-                    } else {
-                        let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
-                            Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
-                        };
-                        let squares = curvature == Curvature::SumSqGrads;
-                        let sums =
-                            network.loss_gradient(&theta, xb, None, output_gradient, squares)?;
-                        (mean(sums.sum), sums.sum_sq.map(mean))
-                    };
+                    let (g, h) = minibatch_means(network, likelihood, curvature, &theta, xb, yb)?;
                     q.observe(&draw, &g, h.as_deref())?;
                 }
                 Ok(())
@@ -276,6 +250,44 @@ pub fn fit_monitored(
         posterior: posterior(&q)?,
         nll,
     })
+}
+
+/// The minibatch means at θ of the loss gradient ḡ = (1/M) Σ_m ∇ℓ_m and of the method's
+/// curvature: the GGN diagonal (1/M) Σ_m diag(J_mᵀ Λ_m J_m), the squared gradients
+/// (1/M) Σ_m ∇ℓ_m ∘ ∇ℓ_m, or none.
+fn minibatch_means(
+    network: &Network,
+    likelihood: Likelihood,
+    curvature: Curvature,
+    theta: &Tensor,
+    xb: &Tensor,
+    yb: &Tensor,
+) -> Result<(Vec<f64>, Option<Vec<f64>>)> {
+    let dtype = theta.dtype();
+    let m = xb.dims()[0] as f64;
+    // The network's products are sums over the minibatch: the means are / M.
+    let mean = |mut sum: Vec<f64>| -> Vec<f64> {
+        bdl_tensor::vectorized(
+            #[inline(always)]
+            || sum.iter_mut().for_each(|v| *v /= m),
+        );
+        sum
+    };
+    if curvature == Curvature::GgnDiagonal {
+        let cache = network.forward_cached(theta, xb)?;
+        let r = likelihood.grad_f(&cache.output, yb)?.to_dtype(dtype)?;
+        let factor = likelihood.hess_factor(&cache.output)?;
+        let wide = |t: Tensor| -> Result<Vec<f64>> { Ok(bdl_tensor::to_f64_vec(&t)?) };
+        let g = wide(network.backward(theta, &cache, &r)?)?;
+        let h = wide(network.ggn_diagonal(theta, &cache, &factor)?)?;
+        return Ok((mean(g), Some(mean(h))));
+    }
+    let output_gradient = |f: &Tensor| -> bdl_inference::Result<Tensor> {
+        Ok(likelihood.grad_f(f, yb)?.to_dtype(dtype)?)
+    };
+    let squares = curvature == Curvature::SumSqGrads;
+    let sums = network.loss_gradient(theta, xb, None, output_gradient, squares)?;
+    Ok((mean(sums.sum), sums.sum_sq.map(mean)))
 }
 
 /// A non-finite network output at a finite weight draw (the training data are finite): the draw
