@@ -463,20 +463,16 @@ impl State {
                     clip,
                     ..
                 } => {
-                    let m_debias = 1.0 - beta1.powi(t);
-                    let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
-                    let seen = stats.g.iter().zip(&stats.g_eps).zip(&sigma);
-                    for (((mu, s), m), ((&g, &g_eps), &sd)) in state.zip(seen) {
-                        // ĥ = ĝ∘(θ − μ)/σ² = ĝ∘ε/σ.
-                        let h_hat = g_eps / sd;
-                        *m = beta1 * *m + (1.0 - beta1) * g;
-                        let h = *s;
-                        *s = beta2 * h
-                            + (1.0 - beta2) * h_hat
-                            + 0.5 * (1.0 - beta2).powi(2) * ratio((h - h_hat).powi(2), h + lt);
-                        let step = ratio(*m / m_debias + lt * *mu, *s + lt);
-                        *mu -= alpha * (h0 + lt) * step.clamp(-clip, clip);
-                    }
+                    let ivon = Ivon {
+                        beta1,
+                        beta2,
+                        h0,
+                        clip,
+                        m_debias: 1.0 - beta1.powi(t),
+                        alpha,
+                        lt,
+                    };
+                    ivon.step((mu, s, m), stats, &sigma);
                 }
                 Method::Bbvi { .. } => {
                     // The gradient of the mean log-likelihood plus τ KL(q ‖ p) / N.
@@ -508,22 +504,64 @@ impl State {
         }
         (self.sd, self.sd_slope) = (sigma, slope);
         self.refresh_sigma();
-        let name = self.method.name();
-        if !bdl_tensor::all_finite(&self.mu) {
-            return Err(Error::Diverged {
-                method: name,
-                step: self.t,
-                what: "mean",
-            });
-        }
-        if !bdl_tensor::all_finite(&self.s) {
-            return Err(Error::Diverged {
-                method: name,
-                step: self.t,
-                what: "curvature",
-            });
+        self.check_finite()
+    }
+
+    /// A non-finite mean or curvature after an update is a divergence.
+    fn check_finite(&self) -> Result<()> {
+        for (state, what) in [(&self.mu, "mean"), (&self.s, "curvature")] {
+            if !bdl_tensor::all_finite(state) {
+                return Err(Error::Diverged {
+                    method: self.method.name(),
+                    step: self.t,
+                    what,
+                });
+            }
         }
         Ok(())
+    }
+}
+
+/// IVON's update at one step (Shen et al. 2024, Alg. 1) with the step's constants:
+/// ĥ = ĝ∘ε/σ, m ← β₁m + (1 − β₁)ĝ, h ← β₂h + (1 − β₂)ĥ + ½(1 − β₂)²(h − ĥ)²/(h + λ̃),
+/// μ ← μ − α(h₀ + λ̃) clip((m/(1 − β₁ᵗ) + λ̃μ)/(h + λ̃)).
+struct Ivon {
+    beta1: f64,
+    beta2: f64,
+    h0: f64,
+    clip: f64,
+    /// 1 − β₁ᵗ.
+    m_debias: f64,
+    alpha: f64,
+    /// λ̃, the prior precision per example.
+    lt: f64,
+}
+
+impl Ivon {
+    #[inline(always)]
+    fn step(&self, (mu, s, m): (&mut [f64], &mut [f64], &mut [f64]), stats: &Stats, sigma: &[f64]) {
+        let Self {
+            beta1,
+            beta2,
+            h0,
+            clip,
+            m_debias,
+            alpha,
+            lt,
+        } = *self;
+        let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
+        let seen = stats.g.iter().zip(&stats.g_eps).zip(sigma);
+        for (((mu, s), m), ((&g, &g_eps), &sd)) in state.zip(seen) {
+            // ĥ = ĝ∘(θ − μ)/σ² = ĝ∘ε/σ.
+            let h_hat = g_eps / sd;
+            *m = beta1 * *m + (1.0 - beta1) * g;
+            let h = *s;
+            *s = beta2 * h
+                + (1.0 - beta2) * h_hat
+                + 0.5 * (1.0 - beta2).powi(2) * ratio((h - h_hat).powi(2), h + lt);
+            let step = ratio(*m / m_debias + lt * *mu, *s + lt);
+            *mu -= alpha * (h0 + lt) * step.clamp(-clip, clip);
+        }
     }
 }
 
