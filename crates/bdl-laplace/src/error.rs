@@ -40,6 +40,13 @@ pub enum Error {
         prior: f64,
     },
 
+    /// A network the KFAC Laplace cannot factor (a convolution).
+    #[error("KFAC Laplace: {reason}")]
+    KronUnsupported {
+        /// What is not supported.
+        reason: String,
+    },
+
     /// The eigendecomposition of the GGN did not converge.
     #[error("the eigendecomposition of the {size}×{size} GGN failed: {reason}")]
     Eigendecomposition {

@@ -301,7 +301,7 @@ impl Evidence {
 /// threaded decomposition of an s ≥ 500 matrix differs in the last bits between thread counts,
 /// and with it every λ and σ tuned from it. The decomposition is a small part of the tuning's
 /// cost next to the GGN, and results must not depend on the machine.
-fn eigen(g: &Mat<f64>) -> Result<(Vec<f64>, Mat<f64>)> {
+pub(crate) fn eigen(g: &Mat<f64>) -> Result<(Vec<f64>, Mat<f64>)> {
     use faer::dyn_stack::{MemBuffer, MemStack};
     use faer::linalg::evd::{self, ComputeEigenvectors};
     let n = g.nrows();

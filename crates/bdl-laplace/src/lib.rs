@@ -10,6 +10,8 @@
 //!   the full Laplace, S = the last layer the last-layer Laplace), with the linearized predictive,
 //!   the log marginal likelihood and the covariance;
 //! - [`DiagLaplace`] is the diagonal posterior over all parameters, σ_d² = 1/(h_dd + λ_d);
+//! - [`KronLaplace`] is the Kronecker-factored (KFAC) posterior over every dense layer or the
+//!   last one, each block G ⊗ A from the layer's deltas and inputs ([`kron_ggn`]);
 //! - [`Evidence`] tunes λ (and σ) by the Laplace marginal likelihood or by validation
 //!   log-likelihood from one eigendecomposition of the GGN, each candidate costing O(s);
 //! - [`layerwise_prior`] gives every layer its own λ by the marginal likelihood (MacKay's fixed
@@ -23,6 +25,7 @@ mod diagonal;
 mod error;
 mod evidence;
 mod ggn;
+mod kron;
 mod layerwise;
 mod linearized;
 mod marglik;
@@ -34,6 +37,7 @@ pub use diagonal::DiagLaplace;
 pub use error::{Error, Result};
 pub use evidence::{Evidence, Tuned, Validation};
 pub use ggn::{ggn, ggn_diagonal};
+pub use kron::{KronBlock, KronConfig, KronLaplace, KronScope, kron_ggn};
 pub use layerwise::{LayerwisePrior, layerwise_prior};
 pub use linearized::LinearizedPosterior;
 pub use marglik::{MarglikConfig, MarglikFit, marglik_training};
