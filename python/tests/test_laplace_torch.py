@@ -1,6 +1,7 @@
-"""The subnetwork Laplace through the bindings against laplace-torch: every pair in
+"""The Laplace posteriors through the bindings against laplace-torch: every pair in
 `fixtures/laplace/` (a trained MLP, its data, and laplace-torch's subnetwork GGN Laplace under
-the Wasserstein rule) reproduced at the tolerances its sidecar states."""
+the Wasserstein rule) and in `fixtures/kron/` (its KronLaplace over every parameter and over the
+last layer) reproduced at the tolerances its sidecar states."""
 
 import json
 
@@ -11,6 +12,7 @@ import bdl
 from conftest import FIXTURES
 
 CASES = sorted((FIXTURES / "laplace").glob("*.safetensors"))
+KRON_CASES = sorted((FIXTURES / "kron").glob("*.safetensors"))
 
 
 def check(meta, name, ours, expected):
@@ -50,3 +52,33 @@ def test_laplace_torch_fixture(path):
         check(meta, "pred_f_cov", pred.variance - sigma2, tensors["pred_f_cov"][:, :, 0])
     else:
         check(meta, "probit_probs", pred.probs, tensors["probit_probs"])
+
+
+def network(layers):
+    return bdl.Network({
+        "kind": "mlp",
+        "widths": [layers[0]["in"]] + [layer["out"] for layer in layers],
+        "activations": [layer["activation"] or "identity" for layer in layers],
+    })
+
+
+@pytest.mark.parametrize("scope", ["all", "last_layer"])
+@pytest.mark.parametrize("path", KRON_CASES, ids=lambda p: p.stem)
+def test_laplace_torch_kron_fixture(path, scope):
+    meta = json.loads(path.with_suffix(".json").read_text())
+    tensors = bdl.read_safetensors(str(path))
+    regression = meta["likelihood"]["type"] == "regression"
+    likelihood = ({"kind": "gaussian", "sigma": meta["sigma_noise"]} if regression
+                  else "categorical")
+    config = {"hessian": "kron", "prior": {"scalar": meta["prior_precision"]}}
+    if scope == "last_layer":
+        config["subnetwork"] = {"rule": "last-layer", "candidates": "all"}
+    post = bdl.fit({"method": "laplace", "config": config}, network(meta["model"]["layers"]),
+                   tensors["X_train"], tensors["y_train"], likelihood=likelihood,
+                   theta=tensors["theta_map"])
+    mean, cov = post.f_moments(tensors["X_eval"])
+    check(meta, f"{scope}.f_mean", mean, tensors[f"{scope}.f_mean"])
+    check(meta, f"{scope}.f_cov", cov, tensors[f"{scope}.f_cov"])
+    if not regression:
+        check(meta, f"{scope}.probit_probs", post.predict(tensors["X_eval"]).probs,
+              tensors[f"{scope}.probit_probs"])

@@ -11,6 +11,7 @@ REGRESSION_SPECS = [
     {"method": "laplace", "config": {}},
     {"method": "laplace", "config": {"hessian": "diagonal", "prior_grid": [0.1, 1, 10]}},
     {"method": "laplace", "config": {"subnetwork": {"rule": "last-layer", "candidates": "all"}}},
+    {"method": "laplace", "config": {"hessian": "kron", "prior_grid": [0.1, 1, 10]}},
     {"method": "laplace", "config": {"subnetwork": {"rule": "wasserstein", "size": 20,
         "variances": {"diagonal-laplace": {"prior_precision": 1.0}}}}},
     {"method": "variational", "config": {"method": {"kind": "vogn", "learning_rate": 0.01,

@@ -5,7 +5,11 @@ use std::time::Instant;
 use bdl_baselines::McDropout;
 use bdl_data::{Dataset, Provenance, Task};
 use bdl_inference::{MapEstimate, Posterior, Validate};
-use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
+use bdl_laplace::selection::Candidates;
+use bdl_laplace::{
+    DiagLaplace, Evidence, KronConfig, KronLaplace, KronScope, LaplaceConfig, PriorPrecision,
+    SubnetLaplace,
+};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{Blocking, ChainWindow, Sampler};
 use bdl_models::{Model as _, Network};
@@ -287,16 +291,18 @@ fn laplace(
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
     let map = problem.estimate(method)?;
-    if spec.layerwise_prior && (spec.hessian == Hessian::Diagonal || spec.prior_grid.is_some()) {
+    if spec.layerwise_prior && (spec.hessian != Hessian::Full || spec.prior_grid.is_some()) {
         return Err(Error::Unsupported {
             method,
-            what: "tune λ per layer with a diagonal GGN or a prior grid (full GGN only, no grid)"
+            what: "tune λ per layer with a diagonal or Kronecker-factored GGN or a prior grid \
+                   (full GGN only, no grid)"
                 .into(),
         });
     }
     Ok(match spec.hessian {
         Hessian::Diagonal => Box::new(diagonal_laplace(spec, problem, &map, method, diagnostics)?),
         Hessian::Full => Box::new(full_laplace(spec, problem, &map, method, diagnostics)?),
+        Hessian::Kron => Box::new(kron_laplace(spec, problem, &map, method, diagnostics)?),
     })
 }
 
@@ -348,15 +354,78 @@ fn diagonal_laplace(
     let (post, lambda) = best(grid, method, |l| {
         let post = at(PriorPrecision::Scalar(l))?;
         let score = match validation {
-            Some((xv, yv)) => {
-                let pred = post
-                    .predictive(xv, &bdl_inference::PredictOptions::default())
-                    .lift(method)?;
-                let ll = pred.log_lik(yv).map_err(bdl_inference::Error::from);
-                let ll = bdl_tensor::to_f64_vec(&ll.lift(method)?).lift(method)?;
-                ll.iter().sum::<f64>() / ll.len() as f64
-            }
+            Some((xv, yv)) => validation_log_lik(&post, xv, yv, method)?,
             // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
+            None => post.log_marginal_likelihood(0.0).lift(method)?,
+        };
+        Ok((post, score))
+    })?;
+    diagnostics.prior_precision = Some(lambda);
+    Ok(post)
+}
+
+/// The mean log-likelihood of the validation examples under a posterior's predictive.
+fn validation_log_lik(
+    post: &dyn Posterior,
+    xv: &Tensor,
+    yv: &Tensor,
+    method: &'static str,
+) -> Result<f64> {
+    let pred = post
+        .predictive(xv, &bdl_inference::PredictOptions::default())
+        .lift(method)?;
+    let ll = pred.log_lik(yv).map_err(bdl_inference::Error::from);
+    let ll = bdl_tensor::to_f64_vec(&ll.lift(method)?).lift(method)?;
+    Ok(ll.iter().sum::<f64>() / ll.len() as f64)
+}
+
+/// The KFAC Laplace over every parameter or the whole last layer: λ as given or the grid's
+/// best (one set of factor eigendecompositions serves every candidate).
+fn kron_laplace(
+    spec: &LaplaceSpec,
+    problem: &Problem<'_>,
+    map: &MapEstimate,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+) -> Result<KronLaplace> {
+    let scope = match &spec.subnetwork {
+        SubsetRule::All => KronScope::All,
+        SubsetRule::LastLayer {
+            candidates: Candidates::All,
+        } => KronScope::LastLayer,
+        _ => {
+            return Err(Error::Unsupported {
+                method,
+                what: "take a subnetwork other than every parameter or the whole last layer \
+                       (`\"rule\": \"last-layer\", \"candidates\": \"all\"`)"
+                    .into(),
+            });
+        }
+    };
+    let lambda = scalar(&spec.config.prior).ok_or_else(|| Error::Unsupported {
+        method,
+        what: "take a per-parameter prior (give a scalar)".into(),
+    })?;
+    let config = KronConfig {
+        scope,
+        prior_precision: lambda,
+        batch_size: spec.config.batch_size,
+    }
+    .check()
+    .lift(method)?;
+    let post = KronLaplace::fit(map, problem.x, &config).lift(method)?;
+    if scope == KronScope::LastLayer {
+        diagnostics.subnetwork = Some(post.subset().len());
+    }
+    let Some(grid) = &spec.prior_grid else {
+        diagnostics.prior_precision = Some(lambda);
+        return Ok(post);
+    };
+    let validation = validation_of(spec, problem, method)?;
+    let (post, lambda) = best(grid, method, |l| {
+        let post = post.with_prior_precision(l).lift(method)?;
+        let score = match validation {
+            Some((xv, yv)) => validation_log_lik(&post, xv, yv, method)?,
             None => post.log_marginal_likelihood(0.0).lift(method)?,
         };
         Ok((post, score))

@@ -42,6 +42,7 @@ pub fn load(path: &Path) -> Result<Box<dyn Posterior>> {
         "map" => Box::new(MapEstimate::load(path).lift(METHOD)?),
         "subnet-laplace" => Box::new(bdl_laplace::SubnetLaplace::load(path).lift(METHOD)?),
         "diag-laplace" => Box::new(bdl_laplace::DiagLaplace::load(path).lift(METHOD)?),
+        "kron-laplace" => Box::new(bdl_laplace::KronLaplace::load(path).lift(METHOD)?),
         "mean-field" => Box::new(bdl_variational::MeanField::load(path).lift(METHOD)?),
         "swag" => Box::new(bdl_baselines::SwagPosterior::load(path).lift(METHOD)?),
         "ensemble" => Box::new(bdl_baselines::Ensemble::load(path).lift(METHOD)?),

@@ -71,6 +71,8 @@ impl MethodSpec {
             Self::Map(_) => "MAP",
             Self::Laplace(l) => match (l.hessian, &l.subnetwork) {
                 (Hessian::Diagonal, _) => "diagonal Laplace",
+                (Hessian::Kron, SubsetRule::LastLayer { .. }) => "last-layer KFAC Laplace",
+                (Hessian::Kron, _) => "KFAC Laplace",
                 (Hessian::Full, SubsetRule::All) => "full Laplace",
                 (Hessian::Full, SubsetRule::LastLayer { .. }) => "last-layer Laplace",
                 (Hessian::Full, _) => "subnetwork Laplace",
@@ -96,13 +98,17 @@ pub enum Hessian {
     Full,
     /// Its diagonal over every parameter: σ_d² = 1/(h_dd + λ_d).
     Diagonal,
+    /// Kronecker-factored (KFAC) blocks G ⊗ A per dense layer, over every parameter or the
+    /// last layer (`"subnetwork": {"rule": "last-layer", "candidates": "all"}`), one scalar λ.
+    Kron,
 }
 
 /// A Laplace posterior at θ.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LaplaceSpec {
-    /// Full GGN (over `subnetwork`) or diagonal (over everything).
+    /// Full GGN (over `subnetwork`), diagonal (over everything) or Kronecker-factored (over
+    /// everything or the last layer).
     pub hessian: Hessian,
     /// The parameters with a posterior; the others stay at θ (a diagonal Laplace takes all).
     pub subnetwork: SubsetRule,

@@ -172,6 +172,84 @@ fn prior_grid_takes_the_evidence_argmax() {
     );
 }
 
+/// The KFAC Laplace through the method layer: `KronLaplace::fit` bit for bit, λ from a grid by
+/// its marginal likelihood over the candidates, the last layer as a scope, and the subnetwork
+/// rules it cannot take refused.
+#[test]
+fn kron_laplace_is_the_direct_fit_and_its_grid_argmax() {
+    use bdl_laplace::{KronConfig, KronLaplace, KronScope};
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
+    let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let spec: MethodSpec = serde_json::from_str(
+        r#"{"method": "laplace", "config": {"hessian": "kron", "prior": {"scalar": 2.0}}}"#,
+    )
+    .unwrap();
+    let fitted = fit(&spec, &problem).unwrap();
+    assert_eq!(fitted.posterior.method(), "KFAC Laplace");
+    let config = KronConfig {
+        scope: KronScope::All,
+        prior_precision: 2.0,
+        batch_size: 256,
+    }
+    .check()
+    .unwrap();
+    let direct = KronLaplace::fit(&map, data.x(), &config).unwrap();
+    assert_eq!(
+        moments(fitted.posterior.as_ref(), data.x()),
+        moments(&direct, data.x())
+    );
+
+    let grid = vec![0.01, 0.1, 1.0, 10.0, 100.0];
+    let spec: MethodSpec = serde_json::from_value(serde_json::json!({"method": "laplace",
+        "config": {"hessian": "kron", "prior_grid": grid,
+        "subnetwork": {"rule": "last-layer", "candidates": "all"}}}))
+    .unwrap();
+    let fitted = fit(&spec, &problem).unwrap();
+    assert_eq!(fitted.posterior.method(), "last-layer KFAC Laplace");
+    let last = KronLaplace::fit(
+        &map,
+        data.x(),
+        &KronConfig {
+            scope: KronScope::LastLayer,
+            ..KronConfig::default()
+        }
+        .check()
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(fitted.diagnostics.subnetwork, Some(last.subset().len()));
+    let scores: Vec<f64> = grid
+        .iter()
+        .map(|&l| {
+            last.with_prior_precision(l)
+                .unwrap()
+                .log_marginal_likelihood(0.0)
+                .unwrap()
+        })
+        .collect();
+    let argmax = (0..grid.len())
+        .max_by(|&a, &b| scores[a].total_cmp(&scores[b]))
+        .unwrap();
+    assert_eq!(fitted.diagnostics.prior_precision, Some(grid[argmax]));
+
+    for rule in [
+        r#"{"rule": "last-layer"}"#,
+        r#"{"rule": "random", "size": 3}"#,
+    ] {
+        let spec: MethodSpec = serde_json::from_str(&format!(
+            r#"{{"method": "laplace", "config": {{"hessian": "kron", "subnetwork": {rule}}}}}"#
+        ))
+        .unwrap();
+        let err = fit(&spec, &problem).err().unwrap();
+        assert!(
+            matches!(err, Error::Unsupported { .. }),
+            "{err}"
+        );
+    }
+}
+
 /// VOGN over a random subnetwork: `bdl_variational::fit` with the rule's indices as its subset,
 /// and every other parameter's σ zero.
 #[test]
