@@ -243,10 +243,7 @@ fn kron_laplace_is_the_direct_fit_and_its_grid_argmax() {
         ))
         .unwrap();
         let err = fit(&spec, &problem).err().unwrap();
-        assert!(
-            matches!(err, Error::Unsupported { .. }),
-            "{err}"
-        );
+        assert!(matches!(err, Error::Unsupported { .. }), "{err}");
     }
 }
 
