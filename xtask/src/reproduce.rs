@@ -30,6 +30,11 @@ pub(crate) struct ReproduceArgs {
     /// into the usual results, computing nothing.
     #[arg(long)]
     merge: bool,
+    /// A JSON list of method specs (`bdl_methods::MethodSpec`) to fit beside the experiment's
+    /// own methods, in place of its default list (experiments that list methods:
+    /// shift-mnist); saved as `methods.json` in the run's folder, which later runs there read.
+    #[arg(long)]
+    methods: Option<PathBuf>,
 }
 
 /// `K/N` with 1 ≤ K ≤ N.
@@ -62,8 +67,18 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
         "all" => bdl_experiments::experiments(),
         name => vec![bdl_experiments::find(name)?],
     };
+    let methods = (args.methods.as_deref())
+        .map(bdl_experiments::listed::read)
+        .transpose()?;
     for experiment in chosen {
         let dir = args.out.join(experiment.name()).join(args.profile.name());
+        if let Some(text) = &methods {
+            if !experiment.lists_methods() {
+                anyhow::bail!("{} fits no listed methods (--methods)", experiment.name());
+            }
+            std::fs::create_dir_all(&dir)?;
+            std::fs::write(dir.join(bdl_experiments::listed::FILE), text)?;
+        }
         eprintln!(
             "reproduce {} ({} profile) → {}",
             experiment.name(),

@@ -39,6 +39,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      training images augmented (rotation, blur, inversion) against without",
     run,
     shards: true,
+    lists_methods: false,
 };
 
 /// The paper's augmentation.

@@ -73,6 +73,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      several batch sizes, chain length, node against layer blocks",
     run,
     shards: true,
+    lists_methods: false,
 };
 
 /// The settings of a profile.

@@ -31,6 +31,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      MNIST and Fashion-MNIST test images, ambiguous images and their two top classes",
     run,
     shards: false,
+    lists_methods: false,
 };
 
 /// Images shown, the most ambiguous first.

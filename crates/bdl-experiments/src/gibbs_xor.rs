@@ -70,6 +70,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      blocks, acceptance by depth",
     run,
     shards: true,
+    lists_methods: false,
 };
 
 /// The settings of a profile.

@@ -50,6 +50,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Daxberger et al. (2021), toy experiment: subnetwork Laplace on the 1-D two-cluster regression",
     run,
     shards: false,
+    lists_methods: false,
 };
 
 /// The settings of a profile.

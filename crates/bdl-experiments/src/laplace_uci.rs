@@ -45,6 +45,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Daxberger et al. (2021) §5.2: a large model's subnetwork Laplace against small models' full Laplace on UCI",
     run,
     shards: true,
+    lists_methods: false,
 };
 
 /// Candidate prior precisions for the validation search: 10⁻⁴ … 10³ in half-decades.

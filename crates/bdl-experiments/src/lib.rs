@@ -17,6 +17,7 @@
 pub mod bench;
 pub mod claim;
 pub mod concurrency;
+pub mod listed;
 pub mod progress;
 pub mod report;
 pub mod units;
@@ -130,6 +131,12 @@ pub trait Experiment: Sync {
     fn shards(&self) -> bool {
         false
     }
+
+    /// Whether it fits a list of method specs beside its own methods ([`listed`]), which a
+    /// `methods.json` in its run folder replaces.
+    fn lists_methods(&self) -> bool {
+        false
+    }
 }
 
 /// How a run takes part in a run spread over machines.
@@ -164,6 +171,8 @@ pub struct Entry {
     pub run: fn(&Context) -> Result<Outcome>,
     /// Whether its runs are made of [`units::Units`], so that it can be sharded.
     pub shards: bool,
+    /// Whether it fits listed methods ([`listed`]).
+    pub lists_methods: bool,
 }
 
 impl Experiment for Entry {
@@ -181,6 +190,10 @@ impl Experiment for Entry {
 
     fn shards(&self) -> bool {
         self.shards
+    }
+
+    fn lists_methods(&self) -> bool {
+        self.lists_methods
     }
 }
 

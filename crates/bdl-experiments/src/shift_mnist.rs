@@ -47,6 +47,7 @@ use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::Keep;
+use bdl_methods::{MethodSpec, Problem};
 use bdl_models::{Cnn, CnnSpec, Model as _, Network};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
@@ -56,6 +57,7 @@ use serde::{Deserialize, Serialize};
 use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};
 use crate::concurrency::side_by_side;
 use crate::gibbs_mnist::main_chain;
+use crate::listed::Listed;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
@@ -67,6 +69,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      MC dropout, a deep ensemble, blocked Gibbs)",
     run,
     shards: true,
+    lists_methods: true,
 };
 
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };
@@ -153,6 +156,66 @@ impl Method {
     fn color(self) -> &'static str {
         let i = Self::ALL.iter().position(|&m| m == self).expect("listed");
         PALETTE[i]
+    }
+}
+
+/// Colours of the listed methods' lines, after the [`PALETTE`] the experiment's own take.
+const LISTED_PALETTE: [&str; 5] = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
+
+/// A row's method: one of the experiment's own, or a listed one (`crate::listed`) by label.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Key {
+    Own(Method),
+    Listed { listed: String },
+}
+
+impl Key {
+    fn name(&self) -> &str {
+        match self {
+            Self::Own(m) => m.name(),
+            Self::Listed { listed } => listed,
+        }
+    }
+
+    fn model(&self) -> &'static str {
+        match self {
+            Self::Own(m) => m.model(),
+            Self::Listed { .. } => "LeNet-5",
+        }
+    }
+
+    /// The line colour: the own methods' by their place in [`Method::ALL`], a listed one's
+    /// by its place among the listed rows present.
+    fn color(&self, rows: &[Row]) -> &'static str {
+        match self {
+            Self::Own(m) => m.color(),
+            Self::Listed { .. } => {
+                let listed = present(rows)
+                    .into_iter()
+                    .filter(|k| matches!(k, Self::Listed { .. }));
+                let i = listed.take_while(|k| k != self).count();
+                LISTED_PALETTE[i % LISTED_PALETTE.len()]
+            }
+        }
+    }
+}
+
+impl From<Method> for Key {
+    fn from(m: Method) -> Self {
+        Self::Own(m)
+    }
+}
+
+impl From<&Key> for Key {
+    fn from(k: &Key) -> Self {
+        k.clone()
+    }
+}
+
+impl PartialEq<Method> for Key {
+    fn eq(&self, m: &Method) -> bool {
+        *self == Self::Own(*m)
     }
 }
 
@@ -307,7 +370,7 @@ struct Reliability {
 /// One fitted method on one seed.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 struct Row {
-    method: Method,
+    method: Key,
     model: String,
     /// `None` for the one Gibbs chain.
     seed: Option<usize>,
@@ -445,14 +508,25 @@ impl<'a> Maps<'a> {
 #[derive(Clone, Copy, Debug)]
 enum Unit {
     Gibbs,
-    Fits { seed: usize, group: usize },
-    ScaledPrior { seed: usize },
+    Fits {
+        seed: usize,
+        group: usize,
+    },
+    ScaledPrior {
+        seed: usize,
+    },
+    /// Listed method `index` (`crate::listed`) on one seed.
+    Listed {
+        seed: usize,
+        index: usize,
+    },
 }
 
 impl Unit {
-    fn key(self) -> String {
+    fn key(self, listed: &[Listed]) -> String {
         match self {
             Self::Gibbs => "gibbs".to_owned(),
+            Self::Listed { seed, index } => format!("seed-{seed}-listed-{}", listed[index].slug),
             Self::ScaledPrior { seed } => format!("seed-{seed}-subnet-scaled-prior"),
             Self::Fits { seed, group } => {
                 let first = serde_json::to_value(GROUPS[group][0]).expect("a name");
@@ -481,6 +555,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let scaled: Vec<Unit> = (0..settings.seeds)
         .map(|seed| Unit::ScaledPrior { seed })
         .collect();
+    let listed = crate::listed::methods(ctx, default_listed(&settings, lenet.fit.len())?)?;
     let units = Units::new(ctx, &settings)?;
     let scaled_units = Units::new(
         ctx,
@@ -489,42 +564,141 @@ fn run(ctx: &Context) -> Result<Outcome> {
             subnet_prior: SCALED_PRIOR,
         },
     )?;
-    let total = all.len() + scaled.len();
+    let listed_units: Vec<Units> = listed
+        .iter()
+        .map(|l| Units::new(ctx, &l.settings(&settings)))
+        .collect::<Result<_>>()?;
+    let total = all.len() + scaled.len() + listed.len() * settings.seeds;
     let mut mine = units.share(all);
     mine.extend(scaled_units.share(scaled));
+    for (index, u) in listed_units.iter().enumerate() {
+        mine.extend(
+            u.share(
+                (0..settings.seeds)
+                    .map(|seed| Unit::Listed { seed, index })
+                    .collect(),
+            ),
+        );
+    }
     let maps = Maps::new(settings.seeds, &units);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
+        let key = unit.key(&listed);
         let rows = match unit {
-            Unit::Gibbs => units.get_or_run(&unit.key(), || {
-                gibbs(ctx, &images, &settings).map(|row| vec![row])
-            }),
-            Unit::Fits { seed, group } => units.get_or_run(&unit.key(), || {
+            Unit::Gibbs => {
+                units.get_or_run(&key, || gibbs(ctx, &images, &settings).map(|row| vec![row]))
+            }
+            Unit::Fits { seed, group } => units.get_or_run(&key, || {
                 fit_group(&lenet, &settings, &maps, seed, GROUPS[group])
             }),
-            Unit::ScaledPrior { seed } => scaled_units
-                .get_or_run(&unit.key(), || scaled_prior(&lenet, &settings, &maps, seed)),
+            Unit::ScaledPrior { seed } => {
+                scaled_units.get_or_run(&key, || scaled_prior(&lenet, &settings, &maps, seed))
+            }
+            Unit::Listed { seed, index } => listed_units[index].get_or_run(&key, || {
+                fit_listed(&lenet, &settings, &maps, seed, &listed[index]).map(|row| vec![row])
+            }),
         }?;
         bar.inc(1);
         Ok(rows)
     })?;
     bar.finish_and_clear();
-    if let Some(shard) = units.shard_outcome(mine.iter().map(|u| u.key()).collect(), total) {
+    if let Some(shard) = units.shard_outcome(mine.iter().map(|u| u.key(&listed)).collect(), total) {
         return Ok(shard);
     }
     let rows: Vec<Row> = per_unit.into_iter().flatten().collect();
     Ok(Outcome::new(
         "shift-mnist: rotated MNIST and Fashion-MNIST as OOD, every method side by side",
-        &settings,
+        &RunSettings {
+            settings: &settings,
+            listed: &listed,
+        },
         &rows,
     )?
-    .body(body(&rows, &settings, &lenet))
+    .body(body(&rows, &settings, &lenet) + &listed_section(&listed))
     .claims(claims(&rows))
     .figure("shift-mnist.svg", figure(&rows, &settings).to_svg())
     .figure(
         "reliability.svg",
         reliability_figure(&rows, &settings).to_svg(),
     ))
+}
+
+/// What `results.json` records of the run's settings: the profile's and the listed methods.
+#[derive(Serialize)]
+struct RunSettings<'a> {
+    #[serde(flatten)]
+    settings: &'a Settings,
+    listed: &'a [Listed],
+}
+
+/// The default listed methods (`crate::listed`; `methods.json` in the run's folder replaces
+/// them): the last-layer KFAC Laplace with λ chosen on the validation images from the Laplace
+/// family's grid, and cyclical SGHMC from the MAP (Zhang et al. 2020: two cosine cycles, the
+/// first half of each without noise; friction 0.1, ε = 10⁻⁶ on the summed loss, SGD with
+/// momentum 0.9 at a step of about 0.06 on the mean loss), about 40 draws kept over the
+/// sampling stages, for `vi_epochs` epochs like the variational methods.
+fn default_listed(settings: &Settings, n_fit: usize) -> Result<Vec<MethodSpec>> {
+    let steps = settings.vi_epochs * n_fit.div_ceil(settings.batch_size);
+    let keep_every = (steps / 80).max(1);
+    // Two cycles where there are steps for them (not in the smoke profile's two).
+    let cycles = if steps >= 20 { 2 } else { 1 };
+    Ok(serde_json::from_value(serde_json::json!([
+        {"method": "laplace", "config": {"hessian": "kron",
+            "subnetwork": {"rule": "last-layer", "candidates": "all"},
+            "prior_grid": settings.lambdas, "prior_by": "validation", "batch_size": GGN_BATCH}},
+        {"method": "sgmcmc", "config": {"dynamics": {"kind": "sghmc", "friction": 0.1},
+            "schedule": {"kind": "cyclical", "cycles": cycles, "exploration": 0.5},
+            "step_size": 1e-6, "prior_precision": settings.prior_precision,
+            "epochs": settings.vi_epochs, "batch_size": settings.batch_size,
+            "keep_every": keep_every, "seed": 2020}}
+    ]))?)
+}
+
+/// Listed method `listed` on seed `seed`: `bdl_methods::fit` from the seed's MAP, with the
+/// validation images for the methods that choose a setting on them.
+fn fit_listed(
+    data: &Lenet,
+    settings: &Settings,
+    maps: &Maps<'_>,
+    seed: usize,
+    listed: &Listed,
+) -> Result<Row> {
+    let map = maps.get(seed, || train_lenet(data, settings, seed_root(seed), 0.0))?;
+    let problem = Problem::new(
+        map.network(),
+        map.theta(),
+        LIKELIHOOD,
+        data.fit.x(),
+        data.fit.y(),
+    )
+    .with_validation(data.val.x(), data.val.y());
+    let fitted = bdl_methods::fit(&listed.spec, &problem)
+        .with_context(|| format!("listed method {} on seed {seed}", listed.label))?;
+    score(
+        Key::Listed {
+            listed: listed.label.clone(),
+        },
+        fitted.posterior.as_ref(),
+        Some(seed),
+        fitted.diagnostics.prior_precision,
+        fitted.seconds,
+        &data.inputs,
+        settings,
+    )
+}
+
+/// The report's paragraph on the listed methods.
+fn listed_section(listed: &[Listed]) -> String {
+    let names: Vec<&str> = listed.iter().map(|l| l.label.as_str()).collect();
+    format!(
+        "\n## Listed methods\n\nBeside the experiment's own rows, each seed's MAP is the start of \
+         the listed methods ({}), fitted by `bdl_methods::fit` from their specs (in \
+         `results.json`, `settings.listed`). A JSON list of method specs as `{}` in this folder \
+         (`cargo xtask reproduce shift-mnist --methods FILE` writes it) replaces them; each \
+         listed method's units carry its spec, so a new one computes its own units alone.\n",
+        names.join(", "),
+        crate::listed::FILE
+    )
 }
 
 /// The blocked-Gibbs row: `gibbs-mnist`'s main chain on MNIST (sampled or completed if needed),
@@ -982,7 +1156,7 @@ fn evaluate(
 
 /// Evaluates one fitted posterior at every angle and on the OOD images.
 fn score(
-    method: Method,
+    method: impl Into<Key>,
     post: &dyn Posterior,
     seed: Option<usize>,
     lambda: Option<f64>,
@@ -990,13 +1164,14 @@ fn score(
     inputs: &Inputs,
     settings: &Settings,
 ) -> Result<Row> {
+    let method = method.into();
     let start = Instant::now();
     let evaluated = evaluate(post, seed, inputs, settings)?;
     let outside = post.predictive(&inputs.fashion, &options(seed, settings))?;
     let outside = metrics::predictive_entropy(&outside)?;
     Ok(Row {
-        method,
         model: method.model().to_owned(),
+        method,
         seed,
         lambda,
         scores: evaluated.scores,
@@ -1017,12 +1192,13 @@ fn short(lambda: f64) -> String {
 type Metric = fn(&AtAngle) -> f64;
 
 /// The rows of `method`.
-fn of(rows: &[Row], method: Method) -> impl Iterator<Item = &Row> {
+fn of(rows: &[Row], method: impl Into<Key>) -> impl Iterator<Item = &Row> {
+    let method = method.into();
     rows.iter().filter(move |r| r.method == method)
 }
 
 /// Mean ± standard error over seeds of `metric` at angle index `a` of `method`.
-fn at(rows: &[Row], method: Method, a: usize, metric: Metric) -> MeanSe {
+fn at(rows: &[Row], method: impl Into<Key>, a: usize, metric: Metric) -> MeanSe {
     let values: Vec<f64> = of(rows, method).map(|r| metric(&r.scores[a])).collect();
     MeanSe::of(&values)
 }
@@ -1033,7 +1209,7 @@ fn over_angles(row: &Row, metric: Metric) -> f64 {
 }
 
 /// Mean ± standard error over seeds of `metric` averaged over every angle.
-fn averaged(rows: &[Row], method: Method, metric: Metric) -> MeanSe {
+fn averaged(rows: &[Row], method: impl Into<Key>, metric: Metric) -> MeanSe {
     let values: Vec<f64> = of(rows, method).map(|r| over_angles(r, metric)).collect();
     MeanSe::of(&values)
 }
@@ -1054,16 +1230,24 @@ fn brier(s: &AtAngle) -> f64 {
     s.brier
 }
 
-/// The methods present in the rows, in table order.
-fn present(rows: &[Row]) -> Vec<Method> {
-    Method::ALL
+/// The methods present in the rows, in table order: the experiment's own, then the listed
+/// ones in the order of their first row.
+fn present(rows: &[Row]) -> Vec<Key> {
+    let mut keys: Vec<Key> = Method::ALL
         .into_iter()
         .filter(|&m| rows.iter().any(|r| r.method == m))
-        .collect()
+        .map(Key::Own)
+        .collect();
+    for row in rows {
+        if matches!(row.method, Key::Listed { .. }) && !keys.contains(&row.method) {
+            keys.push(row.method.clone());
+        }
+    }
+    keys
 }
 
 fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
-    let mean = |m: Method, f: fn(&Row) -> f64| -> MeanSe {
+    let mean = |m: &Key, f: fn(&Row) -> f64| -> MeanSe {
         MeanSe::of(&of(rows, m).map(f).collect::<Vec<_>>())
     };
     let mut summary = Table::new([
@@ -1081,7 +1265,7 @@ fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
         "fit (s)",
         "evaluate (s)",
     ]);
-    for m in present(rows) {
+    for m in &present(rows) {
         let lambdas: Vec<String> = of(rows, m).filter_map(|r| r.lambda.map(short)).collect();
         summary.row([
             m.name().to_owned(),
@@ -1106,7 +1290,7 @@ fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
     let mut by_angle = Table::new(
         std::iter::once("method".to_owned()).chain(settings.angles.iter().map(|a| format!("{a}°"))),
     );
-    for m in present(rows) {
+    for m in &present(rows) {
         by_angle.row(std::iter::once(m.name().to_owned()).chain(
             (0..settings.angles.len()).map(|a| format!("{:.3}", at(rows, m, a, log_lik).mean)),
         ));
@@ -1159,9 +1343,9 @@ fn with_evidence_lambda(rows: &[Row]) -> Vec<Row> {
 /// instead of the validation log-likelihood, and the paper's two criteria on those rows.
 fn evidence_section(rows: &[Row]) -> String {
     let alt = with_evidence_lambda(rows);
-    let laplace: Vec<Method> = present(rows)
+    let laplace: Vec<Key> = present(rows)
         .into_iter()
-        .filter(|&m| of(rows, m).any(|r| r.evidence.is_some()))
+        .filter(|m| of(rows, m).any(|r| r.evidence.is_some()))
         .collect();
     if laplace.is_empty() {
         return String::new();
@@ -1178,7 +1362,7 @@ fn evidence_section(rows: &[Row]) -> String {
         let l: Vec<String> = of(rows, m).filter_map(|r| r.lambda.map(short)).collect();
         l.join(", ")
     };
-    for m in laplace {
+    for m in &laplace {
         t.row([
             m.name().to_owned(),
             lambdas(rows, m),
@@ -1320,17 +1504,17 @@ fn figure(rows: &[Row], settings: &Settings) -> Figure {
     for (i, (title, metric)) in panels.into_iter().enumerate() {
         let mut panel = Panel::new(title);
         panel.labels("rotation (degrees)", title);
-        for m in present(rows) {
+        for m in &present(rows) {
             let stats: Vec<MeanSe> = (0..xs.len()).map(|a| at(rows, m, a, metric)).collect();
             let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
             if stats.iter().all(|s| s.se.is_finite()) {
                 let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
                 let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
-                panel.band(xs, &lo, &hi, m.color());
+                panel.band(xs, &lo, &hi, m.color(rows));
             }
-            panel.line(xs, &mean, m.color());
+            panel.line(xs, &mean, m.color(rows));
             if i == 0 {
-                panel.legend(m.name(), m.color()); // one legend for the four panels
+                panel.legend(m.name(), m.color(rows)); // one legend for the four panels
             }
         }
         figure = figure.panel(panel);
@@ -1342,7 +1526,7 @@ fn figure(rows: &[Row], settings: &Settings) -> Figure {
 fn reliability_figure(rows: &[Row], settings: &Settings) -> Figure {
     let mut figure = Figure::new(4);
     for &angle in &settings.reliability_at {
-        for m in present(rows) {
+        for m in &present(rows) {
             let first = of(rows, m).next().expect("present");
             if let Some(r) = first.reliability.iter().find(|r| r.angle == angle) {
                 figure = figure.panel(Panel::reliability(
@@ -1361,7 +1545,7 @@ mod tests {
 
     fn row(method: Method, seed: usize, ll: &[f64]) -> Row {
         Row {
-            method,
+            method: Key::Own(method),
             model: method.model().into(),
             seed: Some(seed),
             lambda: None,
@@ -1456,11 +1640,17 @@ mod tests {
 
     #[test]
     fn unit_keys_are_distinct_file_names() {
-        let mut keys: Vec<String> = std::iter::once(Unit::Gibbs.key())
+        // A listed MAP must not take the own MAP's file.
+        let map: Vec<MethodSpec> =
+            serde_json::from_str(r#"[{"method": "map", "config": {}}]"#).unwrap();
+        let listed = crate::listed::labelled(map);
+        let mut keys: Vec<String> = std::iter::once(Unit::Gibbs.key(&listed))
             .chain((0..3).flat_map(|seed| {
-                (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key())
+                let listed = &listed;
+                (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key(listed))
             }))
-            .chain((0..3).map(|seed| Unit::ScaledPrior { seed }.key()))
+            .chain((0..3).map(|seed| Unit::ScaledPrior { seed }.key(&listed)))
+            .chain((0..3).map(|seed| Unit::Listed { seed, index: 0 }.key(&listed)))
             .collect();
         assert_eq!(keys[1], "seed-0-map");
         let n = keys.len();

@@ -51,6 +51,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      inference and optimisation (τ)",
     run,
     shards: false,
+    lists_methods: false,
 };
 
 /// The settings of a profile.

@@ -38,6 +38,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      Bayesian logistic regression on a toy 2-D set, Breast-Cancer and USPS 3 vs 5",
     run,
     shards: false,
+    lists_methods: false,
 };
 
 /// The data sets of the experiment, each with its prior precision.

@@ -49,6 +49,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      perturbation against action noise and no noise (pendulum swing-up for Half-Cheetah)",
     run,
     shards: true,
+    lists_methods: false,
 };
 
 /// The settings of a profile.

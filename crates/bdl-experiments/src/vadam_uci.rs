@@ -73,6 +73,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      dropout, and the convergence of VOGN and Vadam against BBVI",
     run,
     shards: true,
+    lists_methods: false,
 };
 
 /// The reference numbers of ALGORITHMS.md §A: MC dropout's RMSE and test log-likelihood (mean,

@@ -1,0 +1,106 @@
+//! Listed methods: `MethodSpec`s an experiment fits beside its own rows, each through
+//! `bdl_methods::fit` from the problem its own methods start from (a seed's MAP).
+//!
+//! An experiment that takes them has a default list; a file [`FILE`] in the run's folder (a
+//! JSON list of method specs, written there by `cargo xtask reproduce --methods FILE`)
+//! replaces it, so a user adds a method to an experiment without writing Rust. Each listed
+//! method's saved units carry its own spec in their settings ([`Listed::settings`]): adding a
+//! method to the list computes its units alone, and the others are read back.
+
+use anyhow::{Context as _, Result};
+use bdl_methods::MethodSpec;
+use serde::Serialize;
+
+use crate::Context;
+
+/// The name of a run's list of methods in its folder.
+pub const FILE: &str = "methods.json";
+
+/// One listed method: its row label, the slug of its unit keys, and its spec.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Listed {
+    /// The method's name ("KFAC Laplace", "SGHMC"), numbered when the list repeats one.
+    pub label: String,
+    /// The label in unit keys: lower case, words joined by `-`.
+    pub slug: String,
+    /// What is fitted.
+    pub spec: MethodSpec,
+}
+
+/// The settings a listed method's units are saved under: the run's and the method's spec.
+#[derive(Serialize)]
+pub struct ListedSettings<'a, S> {
+    settings: &'a S,
+    method: &'a MethodSpec,
+}
+
+impl Listed {
+    /// The settings of this method's units in a run with `settings`.
+    pub fn settings<'a, S: Serialize>(&'a self, settings: &'a S) -> ListedSettings<'a, S> {
+        ListedSettings {
+            settings,
+            method: &self.spec,
+        }
+    }
+}
+
+/// The run's listed methods: [`FILE`] in its folder when there is one, `default` otherwise.
+///
+/// ```
+/// use bdl_experiments::listed::labelled;
+/// let specs = serde_json::from_str(r#"[
+///     {"method": "laplace", "config": {"hessian": "kron"}},
+///     {"method": "laplace", "config": {"hessian": "kron", "prior": {"scalar": 3.0}}}
+/// ]"#).unwrap();
+/// let listed = labelled(specs);
+/// assert_eq!(listed[0].label, "KFAC Laplace");
+/// assert_eq!((listed[1].label.as_str(), listed[1].slug.as_str()), ("KFAC Laplace 2", "kfac-laplace-2"));
+/// ```
+pub fn methods(ctx: &Context, default: Vec<MethodSpec>) -> Result<Vec<Listed>> {
+    let path = ctx.dir.join(FILE);
+    if !path.exists() {
+        return Ok(labelled(default));
+    }
+    let specs: Vec<MethodSpec> = serde_json::from_str(&read(&path)?)?;
+    ctx.log(format!(
+        "{} listed methods from {}",
+        specs.len(),
+        path.display()
+    ));
+    Ok(labelled(specs))
+}
+
+/// The text of a file of listed methods, checked to be a JSON list of method specs (for
+/// `--methods`, which copies it into a run's folder).
+pub fn read(path: &std::path::Path) -> Result<String> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str::<Vec<MethodSpec>>(&text)
+        .with_context(|| format!("{}: not a JSON list of method specs", path.display()))?;
+    Ok(text)
+}
+
+/// Labels and slugs for `specs`: each method's name, with " 2", " 3", … on its repeats.
+pub fn labelled(specs: Vec<MethodSpec>) -> Vec<Listed> {
+    let mut seen: Vec<&'static str> = Vec::new();
+    specs
+        .into_iter()
+        .map(|spec| {
+            let name = spec.name();
+            let count = seen.iter().filter(|&&n| n == name).count() + 1;
+            seen.push(name);
+            let label = if count == 1 {
+                name.to_owned()
+            } else {
+                format!("{name} {count}")
+            };
+            let slug = label
+                .to_lowercase()
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .collect::<Vec<_>>()
+                .join("-");
+            Listed { label, slug, spec }
+        })
+        .collect()
+}
