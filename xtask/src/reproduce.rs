@@ -32,7 +32,7 @@ pub(crate) struct ReproduceArgs {
     merge: bool,
     /// A JSON list of method specs (`bdl_methods::MethodSpec`) to fit beside the experiment's
     /// own methods, in place of its default list (experiments that list methods:
-    /// shift-mnist); saved as `methods.json` in the run's folder, which later runs there read.
+    /// shift-mnist, laplace-uci); saved as `methods.json` in the run's folder, which later runs there read.
     #[arg(long)]
     methods: Option<PathBuf>,
 }

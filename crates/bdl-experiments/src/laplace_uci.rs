@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::claim::{self, Cite, Claim, Measured, Paper, Verdict};
 use crate::concurrency::side_by_side;
+use crate::listed::Listed;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
@@ -45,7 +46,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Daxberger et al. (2021) §5.2: a large model's subnetwork Laplace against small models' full Laplace on UCI",
     run,
     shards: true,
-    lists_methods: false,
+    lists_methods: true,
 };
 
 /// Candidate prior precisions for the validation search: 10⁻⁴ … 10³ in half-decades.
@@ -146,18 +147,40 @@ fn run(ctx: &Context) -> Result<Outcome> {
     // The controls of each split (the MAPs' own predictive, the informed Wasserstein rule)
     // are units of their own, after the splits', so that units saved before they existed stay
     // valid.
+    let splits = jobs;
     let jobs: Vec<Job> = [Part::Posteriors, Part::Controls]
         .into_iter()
-        .flat_map(|part| jobs.iter().map(move |&(b, kind, k)| (b, kind, k, part)))
+        .flat_map(|part| splits.iter().map(move |&(b, kind, k)| (b, kind, k, part)))
         .collect();
+    // Each listed method's units have settings of their own (its spec), after the others.
+    let listed = crate::listed::methods(ctx, default_listed(ctx.profile)?)?;
     let units = Units::new(ctx, &settings)?;
-    let key = |&(b, kind, k, part): &Job| format!("{b}-{kind}-{k}{}", part.suffix());
-    let total = jobs.len();
-    let jobs = units.share(jobs);
+    let listed_units: Vec<Units> = listed
+        .iter()
+        .map(|l| Units::new(ctx, &l.settings(&settings)))
+        .collect::<Result<_>>()?;
+    let key = |&(b, kind, k, part): &Job| format!("{b}-{kind}-{k}{}", part.suffix(&listed));
+    let total = jobs.len() + listed.len() * splits.len();
+    let mut mine: Vec<Job> = units.share(jobs);
+    for (i, u) in listed_units.iter().enumerate() {
+        mine.extend(
+            u.share(
+                splits
+                    .iter()
+                    .map(|&(b, kind, k)| (b, kind, k, Part::Listed(i)))
+                    .collect(),
+            ),
+        );
+    }
+    let jobs = mine;
     let bar = ctx.bar(jobs.len() as u64, "units");
     let per_split = side_by_side(&jobs, |job| -> Result<Vec<Row>> {
         let &(b, kind, k, part) = job;
-        let rows = units.get_or_run(&key(job), || {
+        let saved = match part {
+            Part::Listed(i) => &listed_units[i],
+            _ => &units,
+        };
+        let rows = saved.get_or_run(&key(job), || {
             let (train, test) = UciData::open(&ctx.data, b)?.load(kind, k)?;
             let split = StandardizedSplit::new(&train, &test)?;
             let (dataset, kind) = (format!("{b}"), format!("{kind}"));
@@ -169,8 +192,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
             match part {
                 Part::Posteriors => run_split(ctx, &split, &settings, &at),
                 Part::Controls => run_controls(&split, &settings, &at),
+                Part::Listed(i) => run_listed(&split, &settings, &at, &listed[i]),
             }
-            .with_context(|| format!("{b}, {kind} split {k}{}", part.suffix()))
+            .with_context(|| format!("{b}, {kind} split {k}{}", part.suffix(&listed)))
         })?;
         bar.inc(1);
         Ok(rows)
@@ -185,13 +209,18 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .partition(|r| r.method == SAME_MAP);
     Ok(Outcome::new(
         "laplace-uci: large model with a subnetwork Laplace vs small models with a full Laplace",
-        &settings,
+        &crate::listed::with_listed(&settings, &listed),
         &rows,
     )?
     .body(format!(
-        "{}\n{}",
+        "{}\n{}{}",
         table(&rows),
-        protocol_checks(&rows, &checks, settings.lambdas[0])
+        protocol_checks(&rows, &checks, settings.lambdas[0]),
+        crate::listed::section(
+            "laplace-uci",
+            "the smallest model's MAP on each split",
+            &listed
+        )
     ))
     .claims(claims(&rows, &settings))
     .figure("laplace-uci.svg", figure(&rows).to_svg()))
@@ -205,14 +234,17 @@ enum Part {
     /// The controls: every width's MAP predictive, and the widest model's subnetworks by the
     /// Wasserstein rule among the weights with a GGN signal (on the same MAPs).
     Controls,
+    /// Listed method `index` (`crate::listed`) from the smallest model's MAP.
+    Listed(usize),
 }
 
 impl Part {
     /// The suffix of the unit's key (none for the posteriors, whose keys predate the controls).
-    fn suffix(self) -> &'static str {
+    fn suffix(self, listed: &[Listed]) -> String {
         match self {
-            Self::Posteriors => "",
-            Self::Controls => "-controls",
+            Self::Posteriors => String::new(),
+            Self::Controls => "-controls".to_owned(),
+            Self::Listed(i) => format!("-listed-{}", listed[i].slug),
         }
     }
 }
@@ -482,6 +514,47 @@ fn run_controls(
     Ok(rows)
 }
 
+/// The default listed methods (`crate::listed`; `methods.json` in the run's folder replaces
+/// them): HMC on the smallest model from its MAP, the reference sampler of the small UCI
+/// networks (full-batch potential at the MAP's σ and its training prior λ = 1, ε adapted to an
+/// acceptance of 0.8 over the first half, up to 20 leapfrog steps an iteration).
+fn default_listed(profile: Profile) -> Result<Vec<bdl_methods::MethodSpec>> {
+    let (iterations, keep_every) = match profile {
+        Profile::Smoke => (20, 1),
+        Profile::Quick => (200, 2),
+        Profile::Paper => (1000, 5),
+    };
+    Ok(serde_json::from_value(serde_json::json!([
+        {"method": "hmc", "config": {"step_size": 1e-3, "leapfrog_steps": 20,
+            "iterations": iterations, "burn_in": iterations / 2, "keep_every": keep_every,
+            "prior_precision": MAP_PRIOR_PRECISION, "target_acceptance": 0.8, "seed": 1}}
+    ]))?)
+}
+
+/// Listed method `listed` on a split: `bdl_methods::fit` from the smallest model's MAP (its
+/// training rows, the held-out 15% as validation examples), scored like the posteriors.
+fn run_listed(
+    split: &StandardizedSplit,
+    settings: &Settings,
+    at: &Place<'_>,
+    listed: &Listed,
+) -> Result<Vec<Row>> {
+    let width = *settings.widths.first().context("at least one width")?;
+    let WidthMap { model, map, parts } = fit_width(split, settings, split_seed(at), width)?;
+    let (x, y) = &parts.fit;
+    let problem = bdl_methods::Problem::new(&model, map.theta(), map.likelihood(), x, y)
+        .with_validation(&parts.val.0, &parts.val.1);
+    let fitted = bdl_methods::fit(&listed.spec, &problem)?;
+    let d = model.layout().len();
+    let s = fitted.diagnostics.subnetwork.unwrap_or(d);
+    let lambda = fitted
+        .diagnostics
+        .prior_precision
+        .unwrap_or(MAP_PRIOR_PRECISION);
+    let scores = score(fitted.posterior.as_ref(), split)?;
+    Ok(vec![at.row(width, d, &listed.label, s, lambda, scores)])
+}
+
 /// A Laplace configuration with the scalar prior precision `lambda`.
 fn scalar_prior(lambda: f64) -> Result<bdl_inference::Valid<LaplaceConfig>> {
     Ok(LaplaceConfig {
@@ -554,7 +627,7 @@ fn evaluate(
 }
 
 /// (Test log-likelihood per point, test RMSE) of a posterior, both in the original units.
-fn score(posterior: &impl Posterior, split: &StandardizedSplit) -> Result<(f64, f64)> {
+fn score(posterior: &(impl Posterior + ?Sized), split: &StandardizedSplit) -> Result<(f64, f64)> {
     let pred = posterior.predictive(&split.x_test, &PredictOptions::default())?;
     let scale = split.y_scale.std()[0];
     let ll = metrics::mean_log_lik(&pred, &split.y_test)? - scale.ln();
@@ -772,8 +845,10 @@ fn table(rows: &[Row]) -> String {
                     "full network".into()
                 } else if m == MAP {
                     "MAP (no posterior)".into()
-                } else {
+                } else if RULES.contains(&m.as_str()) || m == INFORMED {
                     format!("{m} subnetwork")
+                } else {
+                    m.clone() // a listed method
                 },
                 s.to_string(),
                 format!("{ll:.3}"),

@@ -44,6 +44,19 @@ impl Listed {
     }
 }
 
+/// What `results.json` records of a run's settings: the experiment's and its listed methods.
+#[derive(Serialize)]
+pub struct WithListed<'a, S> {
+    #[serde(flatten)]
+    settings: &'a S,
+    listed: &'a [Listed],
+}
+
+/// The settings `settings` with the run's `listed` methods beside them, for its results.
+pub fn with_listed<'a, S: Serialize>(settings: &'a S, listed: &'a [Listed]) -> WithListed<'a, S> {
+    WithListed { settings, listed }
+}
+
 /// The run's listed methods: [`FILE`] in its folder when there is one, `default` otherwise.
 ///
 /// ```
@@ -78,6 +91,23 @@ pub fn read(path: &std::path::Path) -> Result<String> {
     serde_json::from_str::<Vec<MethodSpec>>(&text)
         .with_context(|| format!("{}: not a JSON list of method specs", path.display()))?;
     Ok(text)
+}
+
+/// The report's paragraph on the listed methods of `experiment`, each fitted from `start`.
+pub fn section(experiment: &str, start: &str, listed: &[Listed]) -> String {
+    let names: Vec<&str> = listed.iter().map(|l| l.label.as_str()).collect();
+    format!(
+        "\n## Listed methods\n\nBeside the experiment's own rows, {start} is the start of the \
+         listed methods ({}), fitted by `bdl_methods::fit` from their specs (in `results.json`, \
+         `settings.listed`). A JSON list of method specs as `{FILE}` in this folder (`cargo \
+         xtask reproduce {experiment} --methods FILE` writes it) replaces them; each listed \
+         method's units carry its spec, so a new one computes its own units alone.\n",
+        if names.is_empty() {
+            "none".to_owned()
+        } else {
+            names.join(", ")
+        },
+    )
 }
 
 /// Labels and slugs for `specs`: each method's name, with " 2", " 3", … on its repeats.

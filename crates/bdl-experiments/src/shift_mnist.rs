@@ -608,27 +608,19 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let rows: Vec<Row> = per_unit.into_iter().flatten().collect();
     Ok(Outcome::new(
         "shift-mnist: rotated MNIST and Fashion-MNIST as OOD, every method side by side",
-        &RunSettings {
-            settings: &settings,
-            listed: &listed,
-        },
+        &crate::listed::with_listed(&settings, &listed),
         &rows,
     )?
-    .body(body(&rows, &settings, &lenet) + &listed_section(&listed))
+    .body(
+        body(&rows, &settings, &lenet)
+            + &crate::listed::section("shift-mnist", "each seed's MAP", &listed),
+    )
     .claims(claims(&rows))
     .figure("shift-mnist.svg", figure(&rows, &settings).to_svg())
     .figure(
         "reliability.svg",
         reliability_figure(&rows, &settings).to_svg(),
     ))
-}
-
-/// What `results.json` records of the run's settings: the profile's and the listed methods.
-#[derive(Serialize)]
-struct RunSettings<'a> {
-    #[serde(flatten)]
-    settings: &'a Settings,
-    listed: &'a [Listed],
 }
 
 /// The default listed methods (`crate::listed`; `methods.json` in the run's folder replaces
@@ -684,20 +676,6 @@ fn fit_listed(
         fitted.seconds,
         &data.inputs,
         settings,
-    )
-}
-
-/// The report's paragraph on the listed methods.
-fn listed_section(listed: &[Listed]) -> String {
-    let names: Vec<&str> = listed.iter().map(|l| l.label.as_str()).collect();
-    format!(
-        "\n## Listed methods\n\nBeside the experiment's own rows, each seed's MAP is the start of \
-         the listed methods ({}), fitted by `bdl_methods::fit` from their specs (in \
-         `results.json`, `settings.listed`). A JSON list of method specs as `{}` in this folder \
-         (`cargo xtask reproduce shift-mnist --methods FILE` writes it) replaces them; each \
-         listed method's units carry its spec, so a new one computes its own units alone.\n",
-        names.join(", "),
-        crate::listed::FILE
     )
 }
 

@@ -44,14 +44,14 @@ fn three_shards_merged_equal_the_unsharded_run() {
         }
         computed.extend(shard.units);
         assert_eq!(
-            shard.total, 8,
-            "four splits, each its posteriors and its controls"
+            shard.total, 12,
+            "four splits, each its posteriors, its controls and its one listed method (HMC)"
         );
         std::fs::remove_dir_all(&machine).unwrap();
     }
     computed.sort();
     computed.dedup();
-    assert_eq!(computed.len(), 8, "every unit in exactly one shard");
+    assert_eq!(computed.len(), 12, "every unit in exactly one shard");
 
     let (merged, _) =
         run_sharded(experiment, Profile::Smoke, &many, true, Sharding::Merge).unwrap();
@@ -64,7 +64,7 @@ fn three_shards_merged_equal_the_unsharded_run() {
     };
     let counts = UnitCounts {
         computed: 0,
-        read_back: 8,
+        read_back: 12,
     };
     assert_eq!(results(&many).units, Some(counts));
     assert_eq!(
@@ -75,7 +75,7 @@ fn three_shards_merged_equal_the_unsharded_run() {
     let index = write_index(&many, &["laplace-uci"]).unwrap();
     let index = std::fs::read_to_string(index).unwrap();
     assert!(
-        index.contains("8 of its 8 units were read back from earlier runs"),
+        index.contains("12 of its 12 units were read back from earlier runs"),
         "{index}"
     );
 
