@@ -431,49 +431,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         std::fs::remove_dir_all(&chains_dir)
             .with_context(|| format!("removing {}", chains_dir.display()))?;
     }
-    // Every run on every collection; layer blocks (LBG) on the first collection only.
-    let mut plan: Vec<(usize, usize, [f64; 4], Blocking)> = Vec::new();
-    for d in 0..data.len() {
-        for &(batch, variances) in &settings.runs {
-            plan.push((d, batch, variances, settings.blocking.clone()));
-        }
-    }
-    let (batch, variances) = settings.runs[settings.layer_blocks];
-    plan.push((0, batch, variances, Blocking::Layer));
-    let mut runs: Vec<Run> = plan
-        .into_iter()
-        .map(|(data, batch, variances, blocking)| {
-            Ok(Run {
-                data,
-                batch,
-                variances,
-                config: chain_config(&settings, batch, variances, blocking)?,
-                common: false,
-            })
-        })
-        .collect::<Result<_>>()?;
-    let common = CommonSettings {
-        batch: settings.first_batch,
-        variance: settings
-            .runs
-            .iter()
-            .find(|(b, _)| *b == settings.first_batch)
-            .context("the first batch size is one of the runs")?
-            .1[0],
-    };
-    let variances = [common.variance; 4];
-    runs.push(Run {
-        data: 0,
-        batch: common.batch,
-        variances,
-        config: chain_config(
-            &settings,
-            common.batch,
-            variances,
-            settings.blocking.clone(),
-        )?,
-        common: true,
-    });
+    let (runs, common) = plan(&settings, data.len())?;
     let dir_of = |run: &Run| {
         let folder = chain_folder(&chains_dir, data[run.data].0, run.batch, &run.config);
         match (run.common, folder.file_name()) {
@@ -569,6 +527,61 @@ fn run(ctx: &Context) -> Result<Outcome> {
             row.wall_s
         ));
     }
+    report(&data, &settings, &rows, &traces)
+}
+
+/// The chains of a run: every batch size and its proposal variances on every collection, layer
+/// blocks (LBG) at one of them on the first collection, and last the common-variance control
+/// on the first collection (with its settings, for its units).
+fn plan(settings: &Settings, collections: usize) -> Result<(Vec<Run>, CommonSettings)> {
+    // Every run on every collection; layer blocks (LBG) on the first collection only.
+    let mut plan: Vec<(usize, usize, [f64; 4], Blocking)> = Vec::new();
+    for d in 0..collections {
+        for &(batch, variances) in &settings.runs {
+            plan.push((d, batch, variances, settings.blocking.clone()));
+        }
+    }
+    let (batch, variances) = settings.runs[settings.layer_blocks];
+    plan.push((0, batch, variances, Blocking::Layer));
+    let mut runs: Vec<Run> = plan
+        .into_iter()
+        .map(|(data, batch, variances, blocking)| {
+            Ok(Run {
+                data,
+                batch,
+                variances,
+                config: chain_config(settings, batch, variances, blocking)?,
+                common: false,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let common = CommonSettings {
+        batch: settings.first_batch,
+        variance: settings
+            .runs
+            .iter()
+            .find(|(b, _)| *b == settings.first_batch)
+            .context("the first batch size is one of the runs")?
+            .1[0],
+    };
+    let variances = [common.variance; 4];
+    runs.push(Run {
+        data: 0,
+        batch: common.batch,
+        variances,
+        config: chain_config(settings, common.batch, variances, settings.blocking.clone())?,
+        common: true,
+    });
+    Ok((runs, common))
+}
+
+/// The outcome of the sampled chains: a section, claims and a figure per collection.
+fn report(
+    data: &[(Collection, Dataset, Dataset)],
+    settings: &Settings,
+    rows: &[Row],
+    traces: &[Traces],
+) -> Result<Outcome> {
     let (train_sizes, test_sizes): (Vec<usize>, Vec<usize>) =
         data.iter().map(|(_, tr, te)| (tr.len(), te.len())).unzip();
     let mut body = String::new();
@@ -583,7 +596,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         let name = title_of(*collection);
         body.push_str(&format!(
             "## {name}\n\n{}\n",
-            table(&these, &settings, train_sizes[d], test_sizes[d])
+            table(&these, settings, train_sizes[d], test_sizes[d])
         ));
         let its: Vec<&Traces> = mine.iter().map(|&i| &traces[i]).collect();
         let main: Vec<(&Row, &Traces)> = main_order(&these)
@@ -603,7 +616,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     }
     let mut outcome = Outcome::new(
         "gibbs-mnist: blocked Gibbs for MLP(784, 10, 10, 10, 10) on MNIST and Fashion-MNIST",
-        &settings,
+        settings,
         &rows,
     )?
     .body(body)

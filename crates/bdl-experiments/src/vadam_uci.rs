@@ -1078,6 +1078,28 @@ fn show_paired(t: Option<PairedTTest>, digits: usize) -> (String, String) {
 /// The Markdown body: the setting, the results by data set and method, and the numbers the
 /// claims are decided on.
 fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
+    let comparisons = compare(rows);
+    let t = results_table(rows, &comparisons);
+    let (same, dropout) = comparison_tables(&comparisons);
+    let mut out = protocol(rows, settings, profile, &t);
+    let _ = write!(
+        out,
+        "## Vadam against BBVI\n\nPaired differences Vadam − BBVI over splits (mean ± standard \
+         error) with their t statistics; the claim counts a data set as comparable when neither \
+         |t| exceeds the two-sided 1% critical value, on the RMSE and on the joint LL (the test \
+         of the Vadam authors' Table 1 script); the per-point LL's test is shown beside it.\n\n{}\n\
+         ## MC dropout against Vadam and BBVI\n\nMean test RMSE and LL over splits; the verdict \
+         pairs MC dropout with each by split (better by more than one standard error in both \
+         metrics against both methods, undecided within one).\n\n{}\n",
+        same.to_markdown(),
+        dropout.to_markdown()
+    );
+    out.push_str(&convergence_table(rows));
+    out
+}
+
+/// The table of every method on every data set beside the paper's numbers.
+fn results_table(rows: &[Row], comparisons: &[SetComparison<'_>]) -> Table {
     let mut t = Table::new([
         "dataset",
         "splits",
@@ -1090,8 +1112,7 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         "τ chosen (median)",
         "λ chosen (median)",
     ]);
-    let comparisons = compare(rows);
-    for c in &comparisons {
+    for c in comparisons {
         let set = c.set;
         let digits = rmse_digits(set);
         let reference = REFERENCE.iter().find(|r| r.set.name() == set);
@@ -1134,6 +1155,11 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         }
     }
 
+    t
+}
+
+/// The paired Vadam − BBVI differences and the MC dropout means, one row per data set.
+fn comparison_tables(comparisons: &[SetComparison<'_>]) -> (Table, Table) {
     let mut same = Table::new([
         "dataset",
         "Vadam − BBVI, RMSE",
@@ -1149,7 +1175,7 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         "RMSE: dropout / Vadam / BBVI",
         "LL: dropout / Vadam / BBVI",
     ]);
-    for c in &comparisons {
+    for c in comparisons {
         let digits = rmse_digits(c.set);
         let (d_rmse, t_rmse) = show_paired(c.rmse, digits);
         let (d_ll, t_ll) = show_paired(c.ll, 2);
@@ -1174,6 +1200,11 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         ]);
     }
 
+    (same, dropout)
+}
+
+/// The protocol paragraph (architecture, training, selection, data) above the results table.
+fn protocol(rows: &[Row], settings: &Settings, profile: Profile, t: &Table) -> String {
     let mut out = String::new();
     let selection = match settings.selection {
         Selection::Race {
@@ -1243,19 +1274,6 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
         fallback_summary(rows),
         t.to_markdown()
     );
-    let _ = write!(
-        out,
-        "## Vadam against BBVI\n\nPaired differences Vadam − BBVI over splits (mean ± standard \
-         error) with their t statistics; the claim counts a data set as comparable when neither \
-         |t| exceeds the two-sided 1% critical value, on the RMSE and on the joint LL (the test \
-         of the Vadam authors' Table 1 script); the per-point LL's test is shown beside it.\n\n{}\n\
-         ## MC dropout against Vadam and BBVI\n\nMean test RMSE and LL over splits; the verdict \
-         pairs MC dropout with each by split (better by more than one standard error in both \
-         metrics against both methods, undecided within one).\n\n{}\n",
-        same.to_markdown(),
-        dropout.to_markdown()
-    );
-    out.push_str(&convergence_table(rows));
     out
 }
 
