@@ -335,37 +335,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
         let seed = Seed(k as u64);
         let mut methods = laplace_methods(ctx, &model, map, &settings, &scoring, seed)?;
         if k == 0 {
-            // Subnetwork inference with other posteriors over the same subnetworks, from the MAP.
-            let (label, fraction) = settings.subset_fraction;
-            let n_weights = model.layout().weights_mask().iter().filter(|&&w| w).count();
-            let s = (n_weights as f64 * fraction).round() as usize;
-            let scaled = LAMBDA * s as f64 / n_weights as f64;
-            for rule in ["Wasserstein exact", "random"] {
-                let name = format!("{rule} {label}");
-                let subset = methods
-                    .iter()
-                    .find(|m| m.name == name)
-                    .and_then(|m| m.selection.as_ref())
-                    .map(|c| c.indices.clone())
-                    .context("the subnetwork of the other posteriors")?;
-                ctx.log(format!("VOGN and Gibbs over {name}"));
-                let problem = Problem::new(&model, map.theta(), map.likelihood(), &x, &y);
-                let specs = [
-                    ("VOGN", subset_vogn(&subset, scaled, &settings, x.dims()[0])),
-                    ("Gibbs", subset_gibbs(&subset, scaled, &settings)),
-                ];
-                for (posterior, spec) in specs {
-                    let fitted = bdl_methods::fit(&spec, &problem)?;
-                    methods.push(variance_of(
-                        format!("{posterior} over {name}"),
-                        (s, scaled),
-                        fitted.posterior.as_ref(),
-                        &settings,
-                        &grid_t,
-                        &x,
-                    )?);
-                }
-            }
+            let others =
+                same_subnetworks(ctx, &model, map, &settings, &methods, (&x, &y), &grid_t)?;
+            methods.extend(others);
         }
         let Likelihood::Gaussian { sigma } = map.likelihood() else {
             unreachable!("trained a Gaussian")
@@ -380,24 +352,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
         });
     }
 
-    // One panel per method of seed 0: data, predictive mean ± 2 sd (noise included), in
-    // standardised units.
-    let noise = sigma * sigma;
     let f_grid = bdl_tensor::to_f64_vec(&model.forward(maps[0].theta(), &grid_t)?)?;
     let ys = bdl_tensor::to_f64_vec(&y)?;
-    let figure = shown.iter().fold(Figure::new(5), |fig, m| {
-        let sd: Vec<f64> = m.grid_var.iter().map(|v| (v + noise).sqrt()).collect();
-        let lo: Vec<f64> = f_grid.iter().zip(&sd).map(|(f, s)| f - 2.0 * s).collect();
-        let hi: Vec<f64> = f_grid.iter().zip(&sd).map(|(f, s)| f + 2.0 * s).collect();
-        let mut panel = Panel::new(format!("{} (s = {})", m.name, m.s));
-        panel
-            .labels("x", "y")
-            .y_range(-4.0, 4.0)
-            .band(&grid, &lo, &hi, "#1f77b4")
-            .points(&xs, &ys, "#444444")
-            .line(&grid, &f_grid, "#1f77b4");
-        fig.panel(panel)
-    });
+    let figure = panels(&shown, sigma * sigma, (&grid, &f_grid), (&xs, &ys));
     let body = format!(
         "{}\n\n{}\n\n{}",
         table(&seeds[0].methods, sigma),
@@ -416,6 +373,75 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body)
     .claims(claims)
     .figure("laplace-toy.svg", figure.to_svg()))
+}
+
+/// One panel per method of seed 0: the data and the predictive mean f(x; θ̂) ± 2 sd (noise
+/// `noise` = σ² included) on the grid, in standardised units.
+fn panels(
+    shown: &[Evaluated],
+    noise: f64,
+    (grid, f_grid): (&[f64], &[f64]),
+    (xs, ys): (&[f64], &[f64]),
+) -> Figure {
+    shown.iter().fold(Figure::new(5), |fig, m| {
+        let sd: Vec<f64> = m.grid_var.iter().map(|v| (v + noise).sqrt()).collect();
+        let lo: Vec<f64> = f_grid.iter().zip(&sd).map(|(f, s)| f - 2.0 * s).collect();
+        let hi: Vec<f64> = f_grid.iter().zip(&sd).map(|(f, s)| f + 2.0 * s).collect();
+        let mut panel = Panel::new(format!("{} (s = {})", m.name, m.s));
+        panel
+            .labels("x", "y")
+            .y_range(-4.0, 4.0)
+            .band(grid, &lo, &hi, "#1f77b4")
+            .points(xs, ys, "#444444")
+            .line(grid, f_grid, "#1f77b4");
+        fig.panel(panel)
+    })
+}
+
+/// Seed 0's other posteriors over the Laplace's subnetworks (the exact Wasserstein rule's and
+/// a random one, at the settings' fraction), from the same MAP: VOGN and blocked Gibbs through
+/// the method layer, the rest of the network fixed at the MAP, each at the prior λ·S/D.
+fn same_subnetworks(
+    ctx: &Context,
+    model: &Network,
+    map: &MapEstimate,
+    settings: &Settings,
+    methods: &[Evaluated],
+    (x, y): (&Tensor, &Tensor),
+    grid_t: &Tensor,
+) -> Result<Vec<Evaluated>> {
+    let mut others = Vec::new();
+    let (label, fraction) = settings.subset_fraction;
+    let n_weights = model.layout().weights_mask().iter().filter(|&&w| w).count();
+    let s = (n_weights as f64 * fraction).round() as usize;
+    let scaled = LAMBDA * s as f64 / n_weights as f64;
+    for rule in ["Wasserstein exact", "random"] {
+        let name = format!("{rule} {label}");
+        let subset = methods
+            .iter()
+            .find(|m| m.name == name)
+            .and_then(|m| m.selection.as_ref())
+            .map(|c| c.indices.clone())
+            .context("the subnetwork of the other posteriors")?;
+        ctx.log(format!("VOGN and Gibbs over {name}"));
+        let problem = Problem::new(model, map.theta(), map.likelihood(), x, y);
+        let specs = [
+            ("VOGN", subset_vogn(&subset, scaled, settings, x.dims()[0])),
+            ("Gibbs", subset_gibbs(&subset, scaled, settings)),
+        ];
+        for (posterior, spec) in specs {
+            let fitted = bdl_methods::fit(&spec, &problem)?;
+            others.push(variance_of(
+                format!("{posterior} over {name}"),
+                (s, scaled),
+                fitted.posterior.as_ref(),
+                settings,
+                grid_t,
+                x,
+            )?);
+        }
+    }
+    Ok(others)
 }
 
 /// The Laplace methods on one MAP: MAP, diagonal, full, last layer, and at each size the
