@@ -739,9 +739,6 @@ fn fit_group(
 ) -> Result<Vec<Row>> {
     let root = seed_root(seed);
     let map = || maps.get(seed, || train_lenet(data, settings, root, 0.0));
-    let (x, y) = (data.fit.x(), data.fit.y());
-    let n = data.fit.len() as f64;
-    let lambda = settings.prior_precision;
     let scored = |method, post: &dyn Posterior, chosen: Option<f64>, fit_s: f64| {
         score(
             method,
@@ -816,35 +813,12 @@ fn fit_group(
         method @ (Method::Vogn | Method::Vadam | Method::Ivon) => {
             let map = map()?;
             let start = clock();
-            let rule = match method {
-                Method::Vogn => bdl_variational::Method::Vogn {
-                    learning_rate: settings.vogn_learning_rate,
-                    // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
-                    beta: 0.001,
-                },
-                Method::Vadam => bdl_variational::Method::vadam(settings.vadam_learning_rate),
-                _ => bdl_variational::Method::ivon(settings.ivon_learning_rate),
-            };
-            let config = VariationalConfig {
-                init_precision: Some(n + lambda),
-                seed: root.fork(method.name()),
-                ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
-            }
-            .check()?;
-            let post = bdl_variational::fit(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?
-                .posterior;
+            let post = variational(method, &map, data, settings, root)?;
             rows.push(scored(method, &post, None, start.elapsed().as_secs_f64())?);
         }
         Method::Ensemble => {
             let start = clock();
-            let config = EnsembleConfig {
-                members: settings.members,
-                map: (*map_config(settings, root.fork("ensemble"))?).clone(),
-                parallel: false,
-            }
-            .check()?;
-            let post =
-                train_ensemble(&lenet5(0.0)?, LIKELIHOOD, x, y, DType::F32, &config)?.posterior;
+            let post = ensemble(data, settings, root)?;
             rows.push(scored(
                 Method::Ensemble,
                 &post,
@@ -855,6 +829,47 @@ fn fit_group(
         other => unreachable!("{other:?} does not start a group"),
     }
     Ok(rows)
+}
+
+/// VOGN, Vadam or IVON from the MAP's mean with σ ≈ 1/√N (initial precision N + λ; IVON its
+/// own h₀), `vi_epochs` epochs, seeded from the seed's root.
+fn variational(
+    method: Method,
+    map: &MapEstimate,
+    data: &Lenet,
+    settings: &Settings,
+    root: Seed,
+) -> Result<bdl_variational::MeanField> {
+    let (x, y) = (data.fit.x(), data.fit.y());
+    let (n, lambda) = (data.fit.len() as f64, settings.prior_precision);
+    let rule = match method {
+        Method::Vogn => bdl_variational::Method::Vogn {
+            learning_rate: settings.vogn_learning_rate,
+            // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
+            beta: 0.001,
+        },
+        Method::Vadam => bdl_variational::Method::vadam(settings.vadam_learning_rate),
+        _ => bdl_variational::Method::ivon(settings.ivon_learning_rate),
+    };
+    let config = VariationalConfig {
+        init_precision: Some(n + lambda),
+        seed: root.fork(method.name()),
+        ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
+    }
+    .check()?;
+    Ok(bdl_variational::fit(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?.posterior)
+}
+
+/// A deep ensemble of `members` LeNet-5 MAPs, each from its own initialisation.
+fn ensemble(data: &Lenet, settings: &Settings, root: Seed) -> Result<bdl_baselines::Ensemble> {
+    let config = EnsembleConfig {
+        members: settings.members,
+        map: (*map_config(settings, root.fork("ensemble"))?).clone(),
+        parallel: false,
+    }
+    .check()?;
+    let (x, y) = (data.fit.x(), data.fit.y());
+    Ok(train_ensemble(&lenet5(0.0)?, LIKELIHOOD, x, y, DType::F32, &config)?.posterior)
 }
 
 /// SWAG from a seed's MAP and the two subnetworks of `subnet_size` weights it leads to.
