@@ -235,23 +235,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         ));
     }
     let body = table(&rows, &mine, &name);
-    let mut claims = Vec::new();
-    for pair in plain_and_all.chunks_exact(2) {
-        let (plain, augmented) = (&pair[0], &pair[1]);
-        let n_test = test_images(ctx, plain.data)?;
-        claims.push(hurts(
-            plain,
-            augmented,
-            "augmenting the training set",
-            n_test,
-        ));
-        for (r, chain) in alone.iter().zip(&mine[n_combined..]) {
-            if r.data == plain.data {
-                let what = format!("augmenting by {} alone", name(chain));
-                claims.push(hurts(plain, r, &what, n_test));
-            }
-        }
-    }
+    let claims = claims(ctx, plain_and_all, alone, &mine[n_combined..], &name)?;
     let rows = Rows {
         combined: plain_and_all,
         single: alone
@@ -307,6 +291,35 @@ fn table(rows: &[Row], chains: &[Chain], name: &dyn Fn(&Chain) -> &'static str) 
          test images. A wall time of 0 means the chain was already complete.\n\n{}",
         t.to_markdown()
     )
+}
+
+/// The claims: augmenting by all three transformations, and by each alone (`alone`, the
+/// chains `singles`), hurts each collection's plain chain's accuracy.
+fn claims(
+    ctx: &Context,
+    plain_and_all: &[Row],
+    alone: &[Row],
+    singles: &[Chain],
+    name: &dyn Fn(&Chain) -> &'static str,
+) -> Result<Vec<Claim>> {
+    let mut claims = Vec::new();
+    for pair in plain_and_all.chunks_exact(2) {
+        let (plain, augmented) = (&pair[0], &pair[1]);
+        let n_test = test_images(ctx, plain.data)?;
+        claims.push(hurts(
+            plain,
+            augmented,
+            "augmenting the training set",
+            n_test,
+        ));
+        for (r, chain) in alone.iter().zip(singles) {
+            if r.data == plain.data {
+                let what = format!("augmenting by {} alone", name(chain));
+                claims.push(hurts(plain, r, &what, n_test));
+            }
+        }
+    }
+    Ok(claims)
 }
 
 /// The claim that `what` (the chain of `augmented`) hurts the accuracy of the `plain` chain, on

@@ -457,16 +457,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             if run.common { "-common-variance" } else { "" }
         )
     };
-    let mut order: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].common).collect();
-    order.sort_by_key(|&i| {
-        let r = &runs[i];
-        (
-            r.batch != settings.first_batch,
-            std::cmp::Reverse(r.batch),
-            r.data,
-        )
-    });
-    let mut mine = units.share(order);
+    let mut mine = units.share(main_first(&runs, &settings));
     mine.extend(common_units.share(vec![runs.len() - 1]));
     let bar = ctx.bar(settings.iterations * mine.len() as u64, "iterations");
     bar.set_message(format!("{} chains", mine.len()));
@@ -517,17 +508,22 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let mut done = done;
     done.sort_by_key(|(i, _)| *i);
     let (rows, traces): (Vec<Row>, Vec<Traces>) = done.into_iter().map(|(_, unit)| unit).unzip();
-    for row in &rows {
-        ctx.log(format!(
-            "{}, batch {}, {}: {} iterations in {:.1} s",
-            row.data.folder(),
-            row.batch_size,
-            row.blocking.abbreviation(),
-            row.iterations,
-            row.wall_s
-        ));
-    }
-    report(&data, &settings, &rows, &traces)
+    report(ctx, &data, &settings, &rows, &traces)
+}
+
+/// The runs but the control in sampling order: the paper's best batch size first, then the
+/// largest.
+fn main_first(runs: &[Run], settings: &Settings) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..runs.len()).filter(|&i| !runs[i].common).collect();
+    order.sort_by_key(|&i| {
+        let r = &runs[i];
+        (
+            r.batch != settings.first_batch,
+            std::cmp::Reverse(r.batch),
+            r.data,
+        )
+    });
+    order
 }
 
 /// The chains of a run: every batch size and its proposal variances on every collection, layer
@@ -577,11 +573,22 @@ fn plan(settings: &Settings, collections: usize) -> Result<(Vec<Run>, CommonSett
 
 /// The outcome of the sampled chains: a section, claims and a figure per collection.
 fn report(
+    ctx: &Context,
     data: &[(Collection, Dataset, Dataset)],
     settings: &Settings,
     rows: &[Row],
     traces: &[Traces],
 ) -> Result<Outcome> {
+    for row in rows {
+        ctx.log(format!(
+            "{}, batch {}, {}: {} iterations in {:.1} s",
+            row.data.folder(),
+            row.batch_size,
+            row.blocking.abbreviation(),
+            row.iterations,
+            row.wall_s
+        ));
+    }
     let (train_sizes, test_sizes): (Vec<usize>, Vec<usize>) =
         data.iter().map(|(_, tr, te)| (tr.len(), te.len())).unzip();
     let mut body = String::new();

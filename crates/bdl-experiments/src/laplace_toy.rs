@@ -306,20 +306,8 @@ fn run(ctx: &Context) -> Result<Outcome> {
         map_rows[0].dead_at_init, map_rows[0].dead_at_map, map_rows[0].signal_free_weights
     ));
 
-    // The gap: the widest empty interval between consecutive training inputs.
-    let mut sorted = xs.clone();
-    sorted.sort_by(f64::total_cmp);
-    let (gap_lo, gap_hi) = sorted
-        .windows(2)
-        .map(|w| (w[0], w[1]))
-        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
-        .expect("at least two points");
-    let (lo, hi) = (sorted[0], sorted[sorted.len() - 1]);
-    let pad = 0.5 * (hi - lo);
-    let n_grid = settings.grid;
-    let grid: Vec<f64> = (0..n_grid)
-        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (n_grid - 1) as f64)
-        .collect();
+    let (grid, (gap_lo, gap_hi)) = grid_and_gap(&xs, settings.grid);
+    let n_grid = grid.len();
     let grid_t = Tensor::from_vec(grid.clone(), (n_grid, 1), &device)?;
     let scoring = Scoring {
         grid: &grid,
@@ -373,6 +361,24 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body)
     .claims(claims)
     .figure("laplace-toy.svg", figure.to_svg()))
+}
+
+/// `n` evaluation points from half the data's range below its least input to half above its
+/// largest, and the gap: the widest empty interval between consecutive training inputs.
+fn grid_and_gap(xs: &[f64], n: usize) -> (Vec<f64>, (f64, f64)) {
+    let mut sorted = xs.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    let gap = sorted
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .max_by(|a, b| (a.1 - a.0).total_cmp(&(b.1 - b.0)))
+        .expect("at least two points");
+    let (lo, hi) = (sorted[0], sorted[sorted.len() - 1]);
+    let pad = 0.5 * (hi - lo);
+    let grid = (0..n)
+        .map(|i| lo - pad + (hi - lo + 2.0 * pad) * i as f64 / (n - 1) as f64)
+        .collect();
+    (grid, gap)
 }
 
 /// One panel per method of seed 0: the data and the predictive mean f(x; θ̂) ± 2 sd (noise

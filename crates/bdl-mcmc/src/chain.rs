@@ -279,13 +279,7 @@ fn run_typed<T: Real>(
         manifest.pilot = Some(crate::pilot::tune(&mut engine, initial, pilot, &mut rng)?);
         write_manifest(&manifest_path, &manifest)?;
     }
-    let gibbs = match &manifest.pilot {
-        Some(report) => GibbsConfig {
-            proposal: ProposalVariance::PerLayer(report.variances.clone()),
-            ..config.gibbs.clone()
-        },
-        None => config.gibbs.clone(),
-    };
+    let gibbs = tuned(&config.gibbs, manifest.pilot.as_ref());
     let mut engine = Engine::new(mlp, likelihood, train, &gibbs, state, seed)?;
     let mut start = resumed_at;
     while start < config.iterations {
@@ -335,6 +329,18 @@ fn run_typed<T: Real>(
         resumed_at,
         iterations: manifest.chunks.last().map_or(0, |c| c.end),
     })
+}
+
+/// The sampler's configuration after the pilot: its per-layer variances in place of the
+/// configured proposal, when it ran.
+fn tuned(gibbs: &GibbsConfig, pilot: Option<&PilotReport>) -> GibbsConfig {
+    match pilot {
+        Some(report) => GibbsConfig {
+            proposal: ProposalVariance::PerLayer(report.variances.clone()),
+            ..gibbs.clone()
+        },
+        None => gibbs.clone(),
+    }
 }
 
 /// The chain's manifest: the one in `cdir` when it was written by the same configuration,
