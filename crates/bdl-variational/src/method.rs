@@ -475,25 +475,20 @@ impl State {
                     ivon.step((mu, s, m), stats, &sigma);
                 }
                 Method::Bbvi { .. } => {
-                    // The gradient of the mean log-likelihood plus τ KL(q ‖ p) / N.
-                    let (lambda, tau, n) = (self.lambda_tilde * self.n, self.tau, self.n);
-                    let mut grad_mu: Vec<f64> = (stats.g.iter().zip(mu.iter()))
-                        .map(|(&g, &mu)| g + tau * lambda * mu / n)
-                        .collect();
-                    let mut grad_rho: Vec<f64> = (stats.g_eps.iter().zip(&sigma).zip(&slope))
-                        .map(|((&g_eps, &sd), &dsd_drho)| {
-                            let dkl_dsigma = tau * (lambda * sd - sd.recip());
-                            (g_eps + dkl_dsigma / n) * dsd_drho
-                        })
-                        .collect();
-                    if let Some(fixed) = &self.fixed {
-                        for (i, _) in fixed.iter().enumerate().filter(|(_, fixed)| **fixed) {
-                            (grad_mu[i], grad_rho[i]) = (0.0, 0.0);
-                        }
-                    }
-                    let [adam_mu, adam_rho] = self.adam.as_mut().expect("BBVI keeps Adam's state");
-                    adam_mu.step(mu, &grad_mu, alpha);
-                    adam_rho.step(s, &grad_rho, alpha);
+                    let bbvi = Bbvi {
+                        lambda: self.lambda_tilde * self.n,
+                        tau: self.tau,
+                        n: self.n,
+                        alpha,
+                    };
+                    let adam = self.adam.as_mut().expect("BBVI keeps Adam's state");
+                    bbvi.step(
+                        (mu, s),
+                        stats,
+                        (&sigma, &slope),
+                        self.fixed.as_deref(),
+                        adam,
+                    );
                 }
             },
         );
@@ -519,6 +514,52 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+/// Bayes-by-Backprop's step: Adam on the gradients of the mean log-likelihood plus
+/// τ KL(q ‖ p)/N in μ and in ρ (σ = softplus ρ), ∂/∂μ = ĝ + τλμ/N and
+/// ∂/∂ρ = (ĝ∘ε + τ(λσ − 1/σ)/N) ∂σ/∂ρ, zero where a parameter is held fixed.
+struct Bbvi {
+    /// λ, the prior precision (λ̃N).
+    lambda: f64,
+    tau: f64,
+    n: f64,
+    alpha: f64,
+}
+
+impl Bbvi {
+    #[inline(always)]
+    fn step(
+        &self,
+        (mu, rho): (&mut [f64], &mut [f64]),
+        stats: &Stats,
+        (sigma, slope): (&[f64], &[f64]),
+        fixed: Option<&[bool]>,
+        [adam_mu, adam_rho]: &mut [OptimizerState; 2],
+    ) {
+        let Self {
+            lambda,
+            tau,
+            n,
+            alpha,
+        } = *self;
+        let mut grad_mu: Vec<f64> = (stats.g.iter().zip(mu.iter()))
+            .map(|(&g, &mu)| g + tau * lambda * mu / n)
+            .collect();
+        let mut grad_rho: Vec<f64> = (stats.g_eps.iter().zip(sigma).zip(slope))
+            .map(|((&g_eps, &sd), &dsd_drho)| {
+                let dkl_dsigma = tau * (lambda * sd - sd.recip());
+                (g_eps + dkl_dsigma / n) * dsd_drho
+            })
+            .collect();
+        if let Some(fixed) = fixed {
+            for (i, _) in fixed.iter().enumerate().filter(|(_, fixed)| **fixed) {
+                (grad_mu[i], grad_rho[i]) = (0.0, 0.0);
+            }
+        }
+        adam_mu.step(mu, &grad_mu, alpha);
+        adam_rho.step(rho, &grad_rho, alpha);
     }
 }
 
