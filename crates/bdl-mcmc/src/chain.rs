@@ -262,12 +262,7 @@ fn run_typed<T: Real>(
         manifest.chunks.pop();
     }
     let state = match manifest.chunks.len() {
-        0 => {
-            let sd = config.gibbs.prior_variance.sqrt();
-            let mut rng = seed.fork("init").rng();
-            let theta = bdl_tensor::normal(&mut rng, n_params, 0.0, sd, T::DTYPE, &Device::Cpu)?;
-            State::new(theta.to_vec1::<T>()?)
-        }
+        0 => first_state::<T>(config.gibbs.prior_variance, n_params, seed)?,
         k => last_state(&chunk_path(&cdir, k as u64 - 1))?,
     };
     let resumed_at = manifest.chunks.last().map_or(0, |c| c.end);
@@ -364,6 +359,14 @@ fn open_manifest(cdir: &Path, fresh: Manifest) -> Result<Manifest> {
         });
     }
     Ok(found)
+}
+
+/// A chain's first state: θ₀ ~ N(0, σ_p² I) from the stream `seed.fork("init")`.
+fn first_state<T: Real>(prior_variance: f64, d: usize, seed: Seed) -> Result<State<T>> {
+    let mut rng = seed.fork("init").rng();
+    let sd = prior_variance.sqrt();
+    let theta = bdl_tensor::normal(&mut rng, d, 0.0, sd, T::DTYPE, &Device::Cpu)?;
+    Ok(State::new(theta.to_vec1::<T>()?))
 }
 
 /// The state a chunk ended in: its `state` tensor and its sidecar's log-target.

@@ -434,17 +434,7 @@ impl State {
                     }
                 }
                 Method::Vadam { beta1, beta2, .. } => {
-                    // The bias corrections as factors: one division per parameter, not three.
-                    let m_debias = (1.0 - beta1.powi(t)).recip();
-                    let s_debias = (1.0 - beta2.powi(t)).recip();
-                    let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
-                    for (((mu, s), m), (&g, &g_sq)) in state.zip(stats.g.iter().zip(&stats.g_sq)) {
-                        *m = beta1 * *m + (1.0 - beta1) * (g + lt * *mu);
-                        *s = beta2 * *s + (1.0 - beta2) * g_sq;
-                        let m_hat = *m * m_debias;
-                        let s_hat = *s * s_debias;
-                        *mu -= alpha * ratio(m_hat, s_hat.sqrt() + lt);
-                    }
+                    vadam_step((mu, s, m), stats, (beta1, beta2), t, alpha, lt);
                 }
                 Method::VadaGrad { beta2, .. } => {
                     for ((mu, s), (&g, &g_sq)) in mu
@@ -514,6 +504,30 @@ impl State {
             }
         }
         Ok(())
+    }
+}
+
+/// Vadam's step (Khan et al. 2018, Alg. 1): m ← β₁m + (1 − β₁)(ĝ + λ̃μ), s ← β₂s + (1 − β₂)ĝ²,
+/// μ ← μ − α m̂/(√ŝ + λ̃) with the bias corrections m̂ = m/(1 − β₁ᵗ), ŝ = s/(1 − β₂ᵗ).
+#[inline(always)]
+fn vadam_step(
+    (mu, s, m): (&mut [f64], &mut [f64], &mut [f64]),
+    stats: &Stats,
+    (beta1, beta2): (f64, f64),
+    t: i32,
+    alpha: f64,
+    lt: f64,
+) {
+    // The bias corrections as factors: one division per parameter, not three.
+    let m_debias = (1.0 - beta1.powi(t)).recip();
+    let s_debias = (1.0 - beta2.powi(t)).recip();
+    let state = mu.iter_mut().zip(s.iter_mut()).zip(m.iter_mut());
+    for (((mu, s), m), (&g, &g_sq)) in state.zip(stats.g.iter().zip(&stats.g_sq)) {
+        *m = beta1 * *m + (1.0 - beta1) * (g + lt * *mu);
+        *s = beta2 * *s + (1.0 - beta2) * g_sq;
+        let m_hat = *m * m_debias;
+        let s_hat = *s * s_debias;
+        *mu -= alpha * ratio(m_hat, s_hat.sqrt() + lt);
     }
 }
 
