@@ -226,14 +226,6 @@ fn run(ctx: &Context) -> Result<Outcome> {
         return Ok(shard);
     }
     let (plain_and_all, alone) = rows.split_at(n_combined);
-    for pair in plain_and_all.chunks_exact(2) {
-        ctx.log(format!(
-            "{}: accuracy {:.3} without augmentation, {:.3} with",
-            pair[0].data.folder(),
-            pair[0].test_accuracy,
-            pair[1].test_accuracy
-        ));
-    }
     let body = table(&rows, &mine, &name);
     let claims = claims(ctx, plain_and_all, alone, &mine[n_combined..], &name)?;
     let rows = Rows {
@@ -293,7 +285,8 @@ fn table(rows: &[Row], chains: &[Chain], name: &dyn Fn(&Chain) -> &'static str) 
     )
 }
 
-/// The claims: augmenting by all three transformations, and by each alone (`alone`, the
+/// The claims (each collection's accuracies logged first): augmenting by all three
+/// transformations, and by each alone (`alone`, the
 /// chains `singles`), hurts each collection's plain chain's accuracy.
 fn claims(
     ctx: &Context,
@@ -302,6 +295,14 @@ fn claims(
     singles: &[Chain],
     name: &dyn Fn(&Chain) -> &'static str,
 ) -> Result<Vec<Claim>> {
+    for pair in plain_and_all.chunks_exact(2) {
+        ctx.log(format!(
+            "{}: accuracy {:.3} without augmentation, {:.3} with",
+            pair[0].data.folder(),
+            pair[0].test_accuracy,
+            pair[1].test_accuracy
+        ));
+    }
     let mut claims = Vec::new();
     for pair in plain_and_all.chunks_exact(2) {
         let (plain, augmented) = (&pair[0], &pair[1]);

@@ -514,52 +514,16 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 .collect::<Result<Vec<_>>>()?
                 .into_iter()
                 .unzip();
-            let n_blocks = kernel.blocks().len();
-            let row = |scenario: &str, filter: Option<f64>| {
-                let kept: Vec<usize> = (0..run.chains)
-                    .filter(|&c| filter.is_none_or(|f| summaries[c].min_block_acceptance >= f))
-                    .collect();
-                let pick = |f: &dyn Fn(&ChainSummary) -> f64| -> Vec<f64> {
-                    kept.iter().map(|&c| f(&summaries[c])).collect()
-                };
-                let layer_acceptance: Vec<Vec<f64>> = kept
-                    .iter()
-                    .map(|&c| summaries[c].layer_acceptance.clone())
-                    .collect();
-                let predicted_layer_acceptance: Vec<Vec<f64>> =
-                    kept.iter().map(|&c| predicted[c].clone()).collect();
-                let test_accuracy = pick(&|s| s.accuracy);
-                let accuracy = (!kept.is_empty()).then(|| MeanSe::of(&test_accuracy));
-                Row {
-                    network: network.clone(),
-                    scenario: scenario.to_owned(),
-                    blocking: run.blocking.slug().to_owned(),
-                    batch_size: match run.batch {
-                        BatchMode::Exact => None,
-                        BatchMode::Minibatch(b) => Some(b),
-                    },
-                    proposal_variance: run.variance,
-                    min_block_acceptance_filter: filter,
-                    chains_run: run.chains,
-                    mean_layer_acceptance: (!kept.is_empty())
-                        .then(|| column_means(&layer_acceptance)),
-                    layer_acceptance,
-                    mean_predicted_layer_acceptance: (!kept.is_empty())
-                        .then(|| column_means(&predicted_layer_acceptance)),
-                    predicted_layer_acceptance,
-                    min_block_acceptance: pick(&|s| s.min_block_acceptance),
-                    test_accuracy,
-                    mean_test_accuracy: accuracy.map(|a| a.mean),
-                    se_test_accuracy: accuracy.map(|a| a.se),
-                    chains_kept: kept,
-                    examples_scored_per_iteration: n_blocks
-                        * match run.batch {
-                            BatchMode::Exact => train.len(),
-                            BatchMode::Minibatch(b) => b.min(train.len()),
-                        },
-                    timing: filter.is_none().then(|| timing.clone()),
-                }
+            let sampled = Sampled {
+                run,
+                network: &network,
+                summaries: &summaries,
+                predicted: &predicted,
+                timing: &timing,
+                n_blocks: kernel.blocks().len(),
+                n_train: train.len(),
             };
+            let row = |scenario: &str, filter| sampled.row(scenario, filter);
             rows.push(row(run.scenario, None));
             if run.scenario.starts_with("(2)") {
                 for (number, filter) in FILTERS {
@@ -582,6 +546,67 @@ fn run(ctx: &Context) -> Result<Outcome> {
             .claims(claims(&rows, &settings))
             .figure("gibbs-xor.svg", figure(&rows).to_svg()),
     )
+}
+
+/// What the chains of one run gave, from which its rows are formed.
+struct Sampled<'a> {
+    run: &'a Run,
+    network: &'a str,
+    summaries: &'a [ChainSummary],
+    /// Per chain, the layer acceptance the chain's own draws predict.
+    predicted: &'a [Vec<f64>],
+    timing: &'a Timing,
+    n_blocks: usize,
+    n_train: usize,
+}
+
+impl Sampled<'_> {
+    /// The row of the chains whose every block accepted at least `filter` (all with `None`),
+    /// under the name `scenario`.
+    fn row(&self, scenario: &str, filter: Option<f64>) -> Row {
+        let kept: Vec<usize> = (0..self.run.chains)
+            .filter(|&c| filter.is_none_or(|f| self.summaries[c].min_block_acceptance >= f))
+            .collect();
+        let pick = |f: &dyn Fn(&ChainSummary) -> f64| -> Vec<f64> {
+            kept.iter().map(|&c| f(&self.summaries[c])).collect()
+        };
+        let layer_acceptance: Vec<Vec<f64>> = kept
+            .iter()
+            .map(|&c| self.summaries[c].layer_acceptance.clone())
+            .collect();
+        let predicted_layer_acceptance: Vec<Vec<f64>> =
+            kept.iter().map(|&c| self.predicted[c].clone()).collect();
+        let test_accuracy = pick(&|s| s.accuracy);
+        let accuracy = (!kept.is_empty()).then(|| MeanSe::of(&test_accuracy));
+        Row {
+            network: self.network.to_owned(),
+            scenario: scenario.to_owned(),
+            blocking: self.run.blocking.slug().to_owned(),
+            batch_size: match self.run.batch {
+                BatchMode::Exact => None,
+                BatchMode::Minibatch(b) => Some(b),
+            },
+            proposal_variance: self.run.variance,
+            min_block_acceptance_filter: filter,
+            chains_run: self.run.chains,
+            mean_layer_acceptance: (!kept.is_empty()).then(|| column_means(&layer_acceptance)),
+            layer_acceptance,
+            mean_predicted_layer_acceptance: (!kept.is_empty())
+                .then(|| column_means(&predicted_layer_acceptance)),
+            predicted_layer_acceptance,
+            min_block_acceptance: pick(&|s| s.min_block_acceptance),
+            test_accuracy,
+            mean_test_accuracy: accuracy.map(|a| a.mean),
+            se_test_accuracy: accuracy.map(|a| a.se),
+            chains_kept: kept,
+            examples_scored_per_iteration: self.n_blocks
+                * match self.run.batch {
+                    BatchMode::Exact => self.n_train,
+                    BatchMode::Minibatch(b) => b.min(self.n_train),
+                },
+            timing: filter.is_none().then(|| self.timing.clone()),
+        }
+    }
 }
 
 /// The mean of every column of equally long rows.

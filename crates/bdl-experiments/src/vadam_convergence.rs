@@ -192,19 +192,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let x = train.x().to_dtype(DType::F64)?;
     let x_test = test.x().to_dtype(DType::F64)?;
     let network = Network::from(Mlp::new(MlpSpec::new(&settings.widths, Activation::Relu))?);
-    // Every protocol's methods at τ = 1, then Vadam at every other τ in the common protocol.
-    let mut jobs: Vec<(&Protocol, Method, f64, usize)> = Vec::new();
-    for restart in 0..settings.restarts {
-        for protocol in &settings.protocols {
-            for method in &protocol.methods {
-                jobs.push((protocol, method.clone(), 1.0, restart));
-            }
-        }
-        let common = &settings.protocols[0];
-        for &tau in settings.kl_weights.iter().filter(|&&t| t != 1.0) {
-            jobs.push((common, common.vadam().clone(), tau, restart));
-        }
-    }
+    let jobs = fits(&settings);
     let bar = ctx.bar(jobs.len() as u64, "fits");
     let rows = side_by_side(&jobs, |(protocol, method, tau, restart)| -> Result<Row> {
         let options = PredictOptions {
@@ -288,6 +276,24 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body(&rows, &settings, train.len(), test.len()))
     .claims(claims(&rows, &settings))
     .figure("vadam-convergence.svg", figure(&rows, &settings).to_svg()))
+}
+
+/// The fits of a run, per restart: every protocol's methods at τ = 1, then Vadam at every
+/// other τ in the common protocol.
+fn fits(settings: &Settings) -> Vec<(&Protocol, Method, f64, usize)> {
+    let mut jobs = Vec::new();
+    for restart in 0..settings.restarts {
+        for protocol in &settings.protocols {
+            for method in &protocol.methods {
+                jobs.push((protocol, method.clone(), 1.0, restart));
+            }
+        }
+        let common = &settings.protocols[0];
+        for &tau in settings.kl_weights.iter().filter(|&&t| t != 1.0) {
+            jobs.push((common, common.vadam().clone(), tau, restart));
+        }
+    }
+    jobs
 }
 
 /// The rows of `method` at KL weight `tau` in `protocol`.
