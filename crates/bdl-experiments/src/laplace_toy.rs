@@ -547,8 +547,35 @@ fn laplace_methods(
     let last = selection::last_layer(layout, Candidates::WeightsOnly);
     methods.push(subnet("last layer".into(), signal_free(last), false)?);
 
+    methods.extend(rules_at_sizes(
+        settings,
+        layout,
+        (&exact, &h_all, sigma),
+        &subnet,
+        &signal_free,
+        seed,
+    )?);
+    Ok(methods)
+}
+
+/// At every size of the settings' fractions, the subnetworks of every rule: the Wasserstein
+/// rule by the exact and by the diagonal marginal variances, the two informed rules, the
+/// sensitivity score and a random draw from `seed`, each through `subnet` (at the scaled prior)
+/// with `signal_free`'s count. `exact` are the full Laplace's marginal variances, `h_all` the
+/// GGN diagonal (0 off the weights), σ the MAP's noise.
+fn rules_at_sizes(
+    settings: &Settings,
+    layout: &bdl_tensor::ParamLayout,
+    (exact, h_all, sigma): (&[f64], &[f64], f64),
+    subnet: &dyn Fn(String, Selection, bool) -> Result<Evaluated>,
+    signal_free: &dyn Fn(Selection) -> Selection,
+    seed: Seed,
+) -> Result<Vec<Evaluated>> {
+    let d = layout.len();
+    let n_weights = layout.weights_mask().iter().filter(|&&w| w).count();
+    let mut out = Vec::new();
     let prior: Vec<f64> = vec![LAMBDA; d];
-    let diag_var = selection::diagonal_variances(&h_all, &prior);
+    let diag_var = selection::diagonal_variances(h_all, &prior);
     // The sensitivity score σ_d² Σ_n J_nd²: Σ_n J_nd² is the GGN diagonal of a unit-variance
     // Gaussian likelihood, i.e. ours times σ².
     let jac_sq: Vec<f64> = h_all.iter().map(|h| h * sigma * sigma).collect();
@@ -565,34 +592,34 @@ fn laplace_methods(
             let chosen = selection::largest(scores, layout, Candidates::WeightsOnly, s, None)?;
             Ok(signal_free(chosen))
         };
-        methods.push(subnet(
+        out.push(subnet(
             format!("Wasserstein exact {label}"),
-            pick(&exact)?,
+            pick(exact)?,
             true,
         )?);
-        methods.push(subnet(
+        out.push(subnet(
             format!("Wasserstein diagonal {label}"),
             pick(&diag_var)?,
             true,
         )?);
-        for (rule, h) in [(INFORMED, &h_all), (INFORMED_FLOOR, &h_floor)] {
+        for (rule, h) in [(INFORMED, h_all), (INFORMED_FLOOR, &h_floor)] {
             let informed =
-                selection::wasserstein_informed(&exact, h, layout, Candidates::WeightsOnly, s)?;
-            methods.push(subnet(
+                selection::wasserstein_informed(exact, h, layout, Candidates::WeightsOnly, s)?;
+            out.push(subnet(
                 format!("{rule} {label}"),
                 signal_free(informed),
                 true,
             )?);
         }
-        methods.push(subnet(
+        out.push(subnet(
             format!("sensitivity {label}"),
             pick(&sensitivity)?,
             true,
         )?);
         let r = selection::random(layout, Candidates::WeightsOnly, s, seed.fork(label))?;
-        methods.push(subnet(format!("random {label}"), signal_free(r), true)?);
+        out.push(subnet(format!("random {label}"), signal_free(r), true)?);
     }
-    Ok(methods)
+    Ok(out)
 }
 
 /// The rules of the isolating experiment: exact marginal variances among the weights with a
