@@ -466,16 +466,22 @@ mod tests {
         assert_eq!(config, expected);
     }
 
-    #[test]
-    fn bad_input_is_an_error_not_a_panic() {
+    /// A linear model y = w x + b from θ = 0 on the line's 50 points, and its training by
+    /// `train_map` under a configuration.
+    fn linear_problem() -> (Network, Tensor, Tensor, Tensor) {
         let model = mlp(&[1, 1], Activation::Identity);
         let theta0 = Tensor::zeros(2, DType::F64, &Device::Cpu).unwrap();
         let (xs, ys) = line();
-        let (x, y) = (column(&xs), column(&ys));
-        let lik = Likelihood::Gaussian { sigma: 1.0 };
-        let train = |x: &Tensor, y: &Tensor, c: &MapConfig| {
-            train_map(&model, &theta0, lik, x, y, &c.clone().check()?)
-        };
+        (model, theta0, column(&xs), column(&ys))
+    }
+
+    const UNIT_NOISE: Likelihood = Likelihood::Gaussian { sigma: 1.0 };
+
+    #[test]
+    fn invalid_settings_name_the_parameter() {
+        let (model, theta0, x, y) = linear_problem();
+        let train =
+            |c: &MapConfig| train_map(&model, &theta0, UNIT_NOISE, &x, &y, &c.clone().check()?);
         let ok = MapConfig::default();
         for (bad, param) in [
             (
@@ -521,11 +527,21 @@ mod tests {
                 "optimizer.momentum",
             ),
         ] {
-            match train(&x, &y, &bad) {
+            match train(&bad) {
                 Err(Error::InvalidParam(e)) => assert_eq!(e.param, param),
                 other => panic!("{param}: {other:?}"),
             }
         }
+    }
+
+    #[test]
+    fn bad_data_and_divergence_are_typed_errors() {
+        let (model, theta0, x, y) = linear_problem();
+        let lik = UNIT_NOISE;
+        let train = |x: &Tensor, y: &Tensor, c: &MapConfig| {
+            train_map(&model, &theta0, lik, x, y, &c.clone().check()?)
+        };
+        let ok = MapConfig::default();
         let short = y.narrow(0, 0, 49).unwrap();
         assert!(matches!(
             train(&x, &short, &ok),
