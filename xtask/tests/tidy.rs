@@ -184,6 +184,73 @@ fn library_code_does_not_unwrap() {
     );
 }
 
+/// Every function of `text` as (name, first line from 1, length in lines): from its `fn` line
+/// to the closing brace at the same indentation, as rustfmt lays a function out (a declaration
+/// ending in `;` has no body).
+fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
+    let lines: Vec<&str> = text.lines().collect();
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let code = line.trim_start();
+        let indent = line.len() - code.len();
+        let after = [
+            "pub fn ",
+            "pub(crate) fn ",
+            "pub(super) fn ",
+            "fn ",
+            "const fn ",
+            "pub const fn ",
+        ]
+        .iter()
+        .find_map(|p| code.strip_prefix(p));
+        let Some(rest) = after else { continue };
+        if code.ends_with(';') {
+            continue;
+        }
+        let name: String = rest
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
+        let close = format!("{}}}", " ".repeat(indent));
+        if let Some(end) = (i + 1..lines.len()).find(|&j| lines[j] == close) {
+            out.push((name, i + 1, end - i + 1));
+        }
+    }
+    out
+}
+
+/// The longest a function may be.
+const MOST_LINES: usize = 100;
+
+/// Functions allowed to be longer, with the reason.
+const LONG_ALLOWED: [(&str, &str); 1] = [(
+    "propose_tile",
+    "the Gibbs evaluator's register kernel: one inlined pass over a tile, split only at a cost",
+)];
+
+#[test]
+fn no_function_is_over_a_hundred_lines() {
+    let mut found = Vec::new();
+    let xtask = sources(&root().join("xtask/src"));
+    for file in library_sources().into_iter().chain(xtask) {
+        let text = fs::read_to_string(&file).expect("a source file");
+        for (name, line, len) in function_lengths(&text) {
+            if len > MOST_LINES && !LONG_ALLOWED.iter().any(|(n, _)| *n == name) {
+                found.push(format!(
+                    "{}:{line}: `{name}` is {len} lines",
+                    file.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "functions over {MOST_LINES} lines (split them, or allow one in LONG_ALLOWED with the \
+         reason):\n{}",
+        found.join("\n")
+    );
+}
+
 /// The parser above on a manifest and on module declarations, so that the rules cannot pass by
 /// reading nothing.
 #[test]
@@ -195,6 +262,11 @@ fn the_readers_see_what_they_check() {
         BTreeSet::from(["bdl-tensor".to_owned()])
     );
     assert!(layers().len() >= 13);
+    let code = "fn a() {\n    1\n}\n\nimpl X {\n    pub(crate) fn b(\n        x: u8,\n    ) -> u8 {\n        x\n    }\n    fn c();\n}\n";
+    assert_eq!(
+        function_lengths(code),
+        [("a".to_owned(), 1, 3), ("b".to_owned(), 6, 5)]
+    );
     assert!(library_sources().len() > 100);
     let data = root().join("crates/bdl-data/src");
     let gated = test_only_modules(&[data.join("lib.rs")]);

@@ -473,20 +473,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             let mut rows = Vec::new();
             let network = name(run.network);
             let mlp = Mlp::new(MlpSpec::new(run.network, Activation::Sigmoid))?;
-            let gibbs = GibbsConfig::new(
-                run.blocking.clone(),
-                ProposalVariance::Common(run.variance),
-                run.batch,
-            );
-            let config = ChainConfig {
-                iterations: run.iterations,
-                chunk_len: settings.chunk_len,
-                record_every: settings.thin,
-                precision: Precision::F32,
-                seed: Seed(2023).fork("gibbs-xor").fork(&network),
-                ..ChainConfig::new(gibbs)
-            }
-            .check()?;
+            let config = chain_config(&settings, run, &network)?;
             let dir = chains_dir.join(format!("{network}_{}", folder_name(run.scenario)));
             let label = format!("{network} {}", run.scenario);
             bar.set_message(label.clone());
@@ -546,6 +533,25 @@ fn run(ctx: &Context) -> Result<Outcome> {
             .claims(claims(&rows, &settings))
             .figure("gibbs-xor.svg", figure(&rows).to_svg()),
     )
+}
+
+/// The chains' configuration of `run` on `network`: its blocks, common proposal variance and
+/// batch, in f32, from the network's stream.
+fn chain_config(settings: &Settings, run: &Run, network: &str) -> Result<Valid<ChainConfig>> {
+    let gibbs = GibbsConfig::new(
+        run.blocking.clone(),
+        ProposalVariance::Common(run.variance),
+        run.batch,
+    );
+    Ok(ChainConfig {
+        iterations: run.iterations,
+        chunk_len: settings.chunk_len,
+        record_every: settings.thin,
+        precision: Precision::F32,
+        seed: Seed(2023).fork("gibbs-xor").fork(network),
+        ..ChainConfig::new(gibbs)
+    }
+    .check()?)
 }
 
 /// What the chains of one run gave, from which its rows are formed.

@@ -190,6 +190,20 @@ struct Evaluated {
     selection: Option<Selection>,
 }
 
+impl Evaluated {
+    /// The MAP's row: no posterior, so no function variance anywhere.
+    fn map(scoring: &Scoring<'_>) -> Self {
+        Self {
+            name: "MAP".into(),
+            s: 0,
+            prior: LAMBDA,
+            grid_var: vec![0.0; scoring.grid.len()],
+            data_var: vec![0.0; scoring.n_data],
+            selection: None,
+        }
+    }
+}
+
 /// Trains one MAP variant from `seed`.
 fn train(
     model: &Network,
@@ -514,14 +528,7 @@ fn laplace_methods(
         evaluate(name, &post, Some(chosen))
     };
 
-    let mut methods: Vec<Evaluated> = vec![Evaluated {
-        name: "MAP".into(),
-        s: 0,
-        prior: LAMBDA,
-        grid_var: vec![0.0; scoring.grid.len()],
-        data_var: vec![0.0; scoring.n_data],
-        selection: None,
-    }];
+    let mut methods: Vec<Evaluated> = vec![Evaluated::map(scoring)];
     // The diagonal Laplace over the weights: the same GGN with its off-diagonal dropped.
     let diagonal = SubnetLaplace::from_ggn(
         map.clone(),

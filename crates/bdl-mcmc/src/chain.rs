@@ -283,15 +283,7 @@ fn run_typed<T: Real>(
             .saturating_mul(config.chunk_len)
             .min(config.iterations);
         let chunk_seed = seed.fork("proposals").index(k);
-        let mut rng = chunk_seed.rng();
-        let (mut draws, mut log_targets) = (Vec::new(), Vec::new());
-        for t in start..end {
-            engine.iterate(t, &mut rng)?;
-            if (t + 1).is_multiple_of(config.record_every) {
-                draws.extend_from_slice(engine.state().theta());
-                log_targets.push(engine.state().log_target().unwrap_or(f64::NAN));
-            }
-        }
+        let recorded = iterate(&mut engine, start..end, config.record_every, chunk_seed)?;
         let sidecar = ChunkSidecar {
             format: FORMAT.to_owned(),
             chain,
@@ -303,7 +295,6 @@ fn run_typed<T: Real>(
             log_target: engine.state().log_target(),
         };
         let path = chunk_path(&cdir, k);
-        let recorded = (draws, log_targets);
         write_chunk(&path, &sidecar, engine.state().theta(), recorded)?;
         manifest.chunks.push(ChunkEntry {
             start,
@@ -324,6 +315,26 @@ fn run_typed<T: Real>(
         resumed_at,
         iterations: manifest.chunks.last().map_or(0, |c| c.end),
     })
+}
+
+/// Iterations `range` of the chain from the stream `seed`, recording every `record_every`-th
+/// state: its θ (concatenated) and its log-target (NaN where the evaluator has none).
+fn iterate<T: Real>(
+    engine: &mut Engine<T>,
+    range: std::ops::Range<u64>,
+    record_every: u64,
+    seed: Seed,
+) -> Result<(Vec<T>, Vec<f64>)> {
+    let mut rng = seed.rng();
+    let (mut draws, mut log_targets) = (Vec::new(), Vec::new());
+    for t in range {
+        engine.iterate(t, &mut rng)?;
+        if (t + 1).is_multiple_of(record_every) {
+            draws.extend_from_slice(engine.state().theta());
+            log_targets.push(engine.state().log_target().unwrap_or(f64::NAN));
+        }
+    }
+    Ok((draws, log_targets))
 }
 
 /// The sampler's configuration after the pilot: its per-layer variances in place of the
