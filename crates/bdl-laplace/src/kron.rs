@@ -143,7 +143,7 @@ fn scope_segments(layout: &ParamLayout, scope: KronScope) -> Result<Vec<usize>> 
 
 /// The KFAC GGN over the segments of `scope`: per layer G = Σ_{n,c} δ_{n,c} δ_{n,c}ᵀ and
 /// A = Σ_n a_n a_nᵀ over the rows of `x` in minibatches of `batch_size` (in f64), each weight's
-/// block [G, A/N] and each bias's [G], in θ's order.
+/// block `[G, A/N]` and each bias's `[G]`, in θ's order.
 pub fn kron_ggn(
     model: &impl Model,
     theta: &Tensor,
