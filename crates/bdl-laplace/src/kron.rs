@@ -376,10 +376,13 @@ impl KronLaplace {
         Ok(log_lik - 0.5 * (self.log_det_precision() - s * lambda.ln() + lambda * norm))
     }
 
-    /// Applies Vᵀ (`transpose`) or V, V = U_1 ⊗ U_2 of block `b`, to the block's numbers `x`
-    /// (row-major O × J for a weight), then scales entry (o, j) by `scale[o·J + j]`
-    /// (before V, after Vᵀ).
-    fn rotate(&self, b: usize, x: MatRef<'_, f64>, transpose: bool, scale: &[f64]) -> Mat<f64> {
+    /// Σ_b^{1/2}ᵀ x (`transpose`) or Σ_b^{1/2} x for block `b`'s numbers `x` (row-major O × J for a
+    /// weight), with Σ_b^{1/2} = V diag(1/√e), V = U_1 ⊗ U_2 and e the precision's eigenvalues:
+    /// diag(1/√e) Vᵀ x, or V diag(1/√e) x.
+    fn rotate(&self, b: usize, x: MatRef<'_, f64>, transpose: bool) -> Mat<f64> {
+        let scale: Vec<f64> = (self.precision_eigenvalues(b).iter())
+            .map(|e| e.sqrt().recip())
+            .collect();
         let scaled = |m: Mat<f64>| {
             Mat::from_fn(m.nrows(), m.ncols(), |i, j| {
                 m[(i, j)] * scale[i * m.ncols() + j]
@@ -406,14 +409,9 @@ impl KronLaplace {
         let mut row = 0;
         for b in 0..self.blocks.len() {
             let (o, j) = self.shape(b);
-            let scale: Vec<f64> = self
-                .precision_eigenvalues(b)
-                .iter()
-                .map(|e| e.sqrt().recip())
-                .collect();
             for col in 0..w.ncols() {
                 let x = Mat::from_fn(o, j, |p, q| w[(row + p * j + q, col)]);
-                let y = self.rotate(b, x.as_ref(), true, &scale);
+                let y = self.rotate(b, x.as_ref(), true);
                 for p in 0..o {
                     for q in 0..j {
                         w[(row + p * j + q, col)] = y[(p, q)];
@@ -485,13 +483,8 @@ impl Posterior for KronLaplace {
             let mut row = 0;
             for b in 0..self.blocks.len() {
                 let (o, j) = self.shape(b);
-                let scale: Vec<f64> = self
-                    .precision_eigenvalues(b)
-                    .iter()
-                    .map(|e| e.sqrt().recip())
-                    .collect();
                 let zb = MatRef::from_row_major_slice(&z[row..row + o * j], o, j);
-                let step = self.rotate(b, zb, false, &scale);
+                let step = self.rotate(b, zb, false);
                 let offset = self.blocks[b].offset;
                 for p in 0..o {
                     for q in 0..j {

@@ -61,40 +61,13 @@ fn values(m: faer::MatRef<'_, f64>) -> Vec<f64> {
         .collect()
 }
 
-fn run(case: &Case, scope: KronScope, key: &str) {
-    let layers: Vec<DenseLayer> =
-        serde_json::from_value(case.meta["model"]["layers"].clone()).unwrap();
-    let net = Network::from(Mlp::new(MlpSpec::from_layers(&layers).unwrap()).unwrap());
-    let theta = case.tensors["theta_map"].clone();
-    let sigma = case.meta["sigma_noise"].as_f64().unwrap();
-    let likelihood = if case.regression() {
-        Likelihood::Gaussian { sigma }
-    } else {
-        Likelihood::Categorical {
-            classes: net.n_outputs(),
-        }
-    };
-    let (x, y) = (&case.tensors["X_train"], &case.tensors["y_train"]);
-    let map = MapEstimate::new(net.clone(), theta.clone(), likelihood).unwrap();
-    let lambda = case.meta["prior_precision"].as_f64().unwrap();
-    let config = KronConfig {
-        scope,
-        prior_precision: lambda,
-        batch_size: 128,
-    }
-    .check()
-    .unwrap();
-    let post = KronLaplace::fit(&map, x, &config).unwrap();
-
+/// The factors against laplace-torch's, `unscale` = σ² putting back the 1/σ² its GGN leaves
+/// out.
+fn check_factors(case: &Case, post: &KronLaplace, key: &str, unscale: f64) {
     // The factors. A Kronecker product does not fix its factors' scales (c·G ⊗ A/c is the
     // same block; laplace-torch splits a constant between them), so a weight block's factors
     // are compared normalised (each over its Frobenius norm) with the product of the norms
     // beside them. laplace-torch's GGN also leaves out the 1/σ² that our Λ includes.
-    let unscale = if case.regression() {
-        sigma * sigma
-    } else {
-        1.0
-    };
     let frobenius = |v: &[f64]| v.iter().map(|x| x * x).sum::<f64>().sqrt();
     for (b, block) in post.blocks().iter().enumerate() {
         let ours: Vec<Vec<f64>> = block.factors.iter().map(|f| values(f.as_ref())).collect();
@@ -126,6 +99,39 @@ fn run(case: &Case, scope: KronScope, key: &str) {
             }
         }
     }
+}
+
+fn run(case: &Case, scope: KronScope, key: &str) {
+    let layers: Vec<DenseLayer> =
+        serde_json::from_value(case.meta["model"]["layers"].clone()).unwrap();
+    let net = Network::from(Mlp::new(MlpSpec::from_layers(&layers).unwrap()).unwrap());
+    let theta = case.tensors["theta_map"].clone();
+    let sigma = case.meta["sigma_noise"].as_f64().unwrap();
+    let likelihood = if case.regression() {
+        Likelihood::Gaussian { sigma }
+    } else {
+        Likelihood::Categorical {
+            classes: net.n_outputs(),
+        }
+    };
+    let (x, y) = (&case.tensors["X_train"], &case.tensors["y_train"]);
+    let map = MapEstimate::new(net.clone(), theta.clone(), likelihood).unwrap();
+    let lambda = case.meta["prior_precision"].as_f64().unwrap();
+    let config = KronConfig {
+        scope,
+        prior_precision: lambda,
+        batch_size: 128,
+    }
+    .check()
+    .unwrap();
+    let post = KronLaplace::fit(&map, x, &config).unwrap();
+
+    let unscale = if case.regression() {
+        sigma * sigma
+    } else {
+        1.0
+    };
+    check_factors(case, &post, key, unscale);
 
     // The log marginal likelihood over the grid (one set of eigendecompositions).
     let f_train = net.forward(&theta, x).unwrap();

@@ -350,18 +350,39 @@ fn diagonal_laplace(
         diagnostics.prior_precision = scalar(&spec.config.prior);
         return at(spec.config.prior.clone());
     };
-    let validation = validation_of(spec, problem, method)?;
-    let (post, lambda) = best(grid, method, |l| {
-        let post = at(PriorPrecision::Scalar(l))?;
-        let score = match validation {
-            Some((xv, yv)) => validation_log_lik(&post, xv, yv, method)?,
-            // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
-            None => post.log_marginal_likelihood(0.0).lift(method)?,
-        };
-        Ok((post, score))
-    })?;
+    let (post, lambda) = grid_best(
+        spec,
+        problem,
+        method,
+        grid,
+        |l| at(PriorPrecision::Scalar(l)),
+        |p| p.log_marginal_likelihood(0.0).lift(method),
+    )?;
     diagnostics.prior_precision = Some(lambda);
     Ok(post)
+}
+
+/// The posterior of the candidate λ in `grid` that scores best: by the mean log-likelihood of
+/// the validation examples when the spec asks for it, else by `evidence` (the Laplace marginal
+/// likelihood up to log p(D | θ̂), the same for every λ, so 0 in its place gives the same
+/// argmax). `at(λ)` is the posterior at λ.
+fn grid_best<P: Posterior>(
+    spec: &LaplaceSpec,
+    problem: &Problem<'_>,
+    method: &'static str,
+    grid: &[f64],
+    at: impl Fn(f64) -> Result<P>,
+    evidence: impl Fn(&P) -> Result<f64>,
+) -> Result<(P, f64)> {
+    let validation = validation_of(spec, problem, method)?;
+    best(grid, method, |l| {
+        let post = at(l)?;
+        let score = match validation {
+            Some((xv, yv)) => validation_log_lik(&post, xv, yv, method)?,
+            None => evidence(&post)?,
+        };
+        Ok((post, score))
+    })
 }
 
 /// The mean log-likelihood of the validation examples under a posterior's predictive.
@@ -421,14 +442,9 @@ fn kron_laplace(
         diagnostics.prior_precision = Some(lambda);
         return Ok(post);
     };
-    let validation = validation_of(spec, problem, method)?;
-    let (post, lambda) = best(grid, method, |l| {
-        let post = post.with_prior_precision(l).lift(method)?;
-        let score = match validation {
-            Some((xv, yv)) => validation_log_lik(&post, xv, yv, method)?,
-            None => post.log_marginal_likelihood(0.0).lift(method)?,
-        };
-        Ok((post, score))
+    let at = |l| post.with_prior_precision(l).lift(method);
+    let (post, lambda) = grid_best(spec, problem, method, grid, at, |p| {
+        p.log_marginal_likelihood(0.0).lift(method)
     })?;
     diagnostics.prior_precision = Some(lambda);
     Ok(post)
