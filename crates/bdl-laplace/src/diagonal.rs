@@ -153,33 +153,15 @@ impl Posterior for DiagLaplace {
 
     /// `n` draws θ̂ + σ∘z, z ~ N(0, I), draw i from the stream `seed.index(i)`.
     fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
-        let theta = self.map.theta();
-        let mean = bdl_tensor::to_f64_vec(theta)?;
-        let d = mean.len();
-        let mut out = Vec::with_capacity(n * d);
-        for i in 0..n as u64 {
-            let z = bdl_tensor::normal(
-                &mut seed.index(i).rng(),
-                d,
-                0.0,
-                1.0,
-                candle_core::DType::F64,
-                &candle_core::Device::Cpu,
-            )?;
-            let z = bdl_tensor::to_f64_vec(&z)?;
-            out.extend(
-                mean.iter()
-                    .zip(&self.variances)
-                    .zip(z)
-                    .map(|((m, v), z)| m + v.sqrt() * z),
-            );
-        }
-        Ok(Some(
-            Tensor::from_vec(out, (n, d), theta.device())?.to_dtype(theta.dtype())?,
-        ))
+        let d = self.variances.len();
+        let draws = crate::linearized::gaussian_draws(self.map.theta(), n, seed, d, |z, draw| {
+            for ((t, v), z) in draw.iter_mut().zip(&self.variances).zip(z) {
+                *t += v.sqrt() * z;
+            }
+        })?;
+        Ok(Some(draws))
     }
 
-    /// Saves θ̂ and the GGN diagonal; the variances follow from them and the config.
     /// Draws of the linearized outputs f(x; θ̂) + J(θ_s − θ̂) (the Jacobian over every
     /// parameter: N·K × D per batch of rows).
     fn f_samples(
@@ -200,6 +182,7 @@ impl Posterior for DiagLaplace {
         crate::linearized::moments(self, x, options)
     }
 
+    /// Saves θ̂ and the GGN diagonal; the variances follow from them and the config.
     fn save(&self, path: &Path) -> bdl_inference::Result<()> {
         let header = Header {
             kind: KIND,

@@ -465,39 +465,28 @@ impl Posterior for KronLaplace {
     /// `n` draws θ̂ + V diag(1/√e) z over the subset (z ~ N(0, I) from `seed.index(i)`), the
     /// other parameters at θ̂.
     fn sample(&self, n: usize, seed: Seed) -> bdl_inference::Result<Option<Tensor>> {
-        let theta = self.map.theta();
-        let mean = bdl_tensor::to_f64_vec(theta)?;
-        let d = mean.len();
-        let mut out = Vec::with_capacity(n * d);
-        for i in 0..n as u64 {
-            let z = bdl_tensor::normal(
-                &mut seed.index(i).rng(),
-                self.subset.len(),
-                0.0,
-                1.0,
-                DType::F64,
-                &Device::Cpu,
-            )?;
-            let z = bdl_tensor::to_f64_vec(&z)?;
-            let mut draw = mean.clone();
-            let mut row = 0;
-            for b in 0..self.blocks.len() {
-                let (o, j) = self.shape(b);
-                let zb = MatRef::from_row_major_slice(&z[row..row + o * j], o, j);
-                let step = self.rotate(b, zb, false);
-                let offset = self.blocks[b].offset;
-                for p in 0..o {
-                    for q in 0..j {
-                        draw[offset + p * j + q] += step[(p, q)];
+        let draws = crate::linearized::gaussian_draws(
+            self.map.theta(),
+            n,
+            seed,
+            self.subset.len(),
+            |z, draw| {
+                let mut row = 0;
+                for b in 0..self.blocks.len() {
+                    let (o, j) = self.shape(b);
+                    let zb = MatRef::from_row_major_slice(&z[row..row + o * j], o, j);
+                    let step = self.rotate(b, zb, false);
+                    let offset = self.blocks[b].offset;
+                    for p in 0..o {
+                        for q in 0..j {
+                            draw[offset + p * j + q] += step[(p, q)];
+                        }
                     }
+                    row += o * j;
                 }
-                row += o * j;
-            }
-            out.extend(draw);
-        }
-        Ok(Some(
-            Tensor::from_vec(out, (n, d), theta.device())?.to_dtype(theta.dtype())?,
-        ))
+            },
+        )?;
+        Ok(Some(draws))
     }
 
     /// Draws of the linearized outputs f(x; θ̂) + J_S(θ_s − θ̂)_S.

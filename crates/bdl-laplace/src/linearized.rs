@@ -12,6 +12,7 @@ use bdl_inference::{
 };
 use bdl_likelihoods::{FunctionVariance, Likelihood, Predictive};
 use bdl_models::Model;
+use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use faer::{Mat, MatMut};
 
@@ -94,6 +95,36 @@ pub(crate) fn linearized_draws(
         parts.push(step.broadcast_add(&f.unsqueeze(0)?)?);
     }
     Ok(Tensor::cat(&parts, 1)?)
+}
+
+/// `n` draws θ̂ + Δ(z) of a Gaussian posterior around `theta`: z ~ N(0, I) of length `len` from
+/// the stream `seed.index(i)` for draw i, and `step(z, draw)` adding Δ(z) to a copy of θ̂ (f64),
+/// `[n, D]` in θ̂'s dtype. The diagonal Laplace's Δ scales z by σ; the KFAC Laplace's rotates it
+/// block by block.
+pub(crate) fn gaussian_draws(
+    theta: &Tensor,
+    n: usize,
+    seed: Seed,
+    len: usize,
+    step: impl Fn(&[f64], &mut [f64]),
+) -> Result<Tensor> {
+    let mean = bdl_tensor::to_f64_vec(theta)?;
+    let d = mean.len();
+    let mut out = Vec::with_capacity(n * d);
+    for i in 0..n as u64 {
+        let z = bdl_tensor::normal(
+            &mut seed.index(i).rng(),
+            len,
+            0.0,
+            1.0,
+            DType::F64,
+            &Device::Cpu,
+        )?;
+        let mut draw = mean.clone();
+        step(&bdl_tensor::to_f64_vec(&z)?, &mut draw);
+        out.extend(draw);
+    }
+    Ok(Tensor::from_vec(out, (n, d), theta.device())?.to_dtype(theta.dtype())?)
 }
 
 /// The draws of f of a linearized posterior `post` over `subset` ([`Posterior::f_samples`]):
