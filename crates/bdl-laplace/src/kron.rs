@@ -28,7 +28,7 @@ use bdl_inference::{
     FunctionMoments, MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid, Validate,
 };
 use bdl_likelihoods::Likelihood;
-use bdl_models::Model;
+use bdl_models::{Affine, Model};
 use bdl_tensor::{ParamLayout, Seed};
 use candle_core::{DType, Device, Tensor};
 use faer::{Mat, MatMut, MatRef};
@@ -169,6 +169,15 @@ pub fn kron_ggn(
                 let w = layer.weight_segment;
                 if !segments.contains(&w) {
                     continue;
+                }
+                if layer.map != Affine::Dense {
+                    return Err(Error::KronUnsupported {
+                        reason: format!(
+                            "`{}` is a channelwise scale (a BatchNorm); KFAC is built for dense \
+                             layers",
+                            layout.segments()[w].name
+                        ),
+                    });
                 }
                 if layer.positions != 1 {
                     return Err(Error::KronUnsupported {

@@ -3,7 +3,6 @@
 use std::path::Path;
 
 use bdl_inference::{MapEstimate, Posterior};
-use bdl_models::NetworkSpec;
 
 use crate::error::{Error, Lift, Result};
 
@@ -33,12 +32,10 @@ use crate::error::{Error, Lift, Result};
 pub fn load(path: &Path) -> Result<Box<dyn Posterior>> {
     const METHOD: &str = "load";
     let (kind, network) = bdl_inference::checkpoint::kind(path).lift(METHOD)?;
-    let dropout = match &network {
-        NetworkSpec::Mlp(spec) => spec.dropout,
-        NetworkSpec::Cnn(spec) => spec.dropout,
-    };
     Ok(match kind.as_str() {
-        "map" if dropout > 0.0 => Box::new(bdl_baselines::McDropout::load(path).lift(METHOD)?),
+        "map" if network.dropout() > 0.0 => {
+            Box::new(bdl_baselines::McDropout::load(path).lift(METHOD)?)
+        }
         "map" => Box::new(MapEstimate::load(path).lift(METHOD)?),
         "subnet-laplace" => Box::new(bdl_laplace::SubnetLaplace::load(path).lift(METHOD)?),
         "diag-laplace" => Box::new(bdl_laplace::DiagLaplace::load(path).lift(METHOD)?),

@@ -11,9 +11,9 @@
 //! [`Model`] need nothing else. Backward, δ_l = (∂ℓ/∂h̃_l ∘ m_l) ∘ φ'(z_l) and
 //! ∂ℓ/∂h̃_{l−1} = T_lᵀ(δ_l W_l), where T_lᵀ runs col2im and the pooling's adjoint.
 
-mod im2col;
+pub(crate) mod im2col;
 mod pool;
-mod step;
+pub(crate) mod step;
 
 use std::path::Path;
 
@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 
 use bdl_tensor::{ChaCha8Rng, ParamLayout, Seed};
 
-use crate::{Activation, Cache, Error, LayerFactors, Model, Result, dropout};
+use crate::{Activation, Affine, Cache, Error, LayerFactors, Model, Result, dropout};
 use im2col::Unfold;
 use pool::AvgPool2;
 use step::{FeatureMaps, Flatten, Order, Step};
@@ -229,7 +229,7 @@ impl Cnn {
                 }
                 e => e,
             };
-            let unfold = Unfold::new(maps, conv.kernel, conv.padding).map_err(in_stage)?;
+            let unfold = Unfold::new(maps, conv.kernel, conv.padding, 1).map_err(in_stage)?;
             let (out_height, out_width) = unfold.output_size();
             let (positions, fan_in) = (unfold.positions(), unfold.patch_len());
             let mut steps = std::mem::take(&mut pending);
@@ -361,23 +361,34 @@ impl Cnn {
     /// parameters' dtype.
     fn check_input(&self, params: &Tensor, x: &Tensor) -> Result<Tensor> {
         self.layout.check_flat(params)?;
-        let [c, h, w] = self.spec.input;
-        let n = x.dims().first().copied().unwrap_or(0);
-        let rows = match x.dims() {
-            [_, dims @ ..] if dims == self.spec.input => x.reshape((n, c * h * w))?,
-            [_, len] if *len == c * h * w => x.clone(),
-            _ => {
-                return Err(bdl_tensor::Error::ShapeMismatch {
-                    context: "CNN input x ([N, C, H, W], or rows [N, C·H·W])".to_owned(),
-                    expected: vec![n, c, h, w],
-                    actual: x.dims().to_vec(),
-                }
-                .into());
-            }
-        };
-        bdl_tensor::check_finite(&rows, "CNN input x")?;
-        Ok(rows.to_dtype(params.dtype())?)
+        image_rows(x, self.spec.input, params.dtype(), "CNN input x")
     }
+}
+
+/// Images `x` of shape `[C, H, W]` = `input` as rows `[N, C·H·W]` in `dtype`: `x` either
+/// `[N, C, H, W]` or already rows; shape and finiteness checked, errors naming `what`.
+pub(crate) fn image_rows(
+    x: &Tensor,
+    input: [usize; 3],
+    dtype: DType,
+    what: &str,
+) -> Result<Tensor> {
+    let [c, h, w] = input;
+    let n = x.dims().first().copied().unwrap_or(0);
+    let rows = match x.dims() {
+        [_, dims @ ..] if dims == input => x.reshape((n, c * h * w))?,
+        [_, len] if *len == c * h * w => x.clone(),
+        _ => {
+            return Err(bdl_tensor::Error::ShapeMismatch {
+                context: format!("{what} ([N, C, H, W], or rows [N, C·H·W])"),
+                expected: vec![n, c, h, w],
+                actual: x.dims().to_vec(),
+            }
+            .into());
+        }
+    };
+    bdl_tensor::check_finite(&rows, what)?;
+    Ok(rows.to_dtype(dtype)?)
 }
 
 impl Model for Cnn {
@@ -487,6 +498,7 @@ impl Model for Cnn {
                     .reshape((n * before.positions, before.width))?;
             }
             factors.push(LayerFactors {
+                map: Affine::Dense,
                 input: cache.inputs[l].clone(),
                 delta,
                 positions: layer.positions,

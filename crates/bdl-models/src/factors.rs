@@ -6,8 +6,13 @@
 //!
 //! g_n(W_oj) = Σ_p δ_{n,p,o} a_{n,p,j},   g_n(b_o) = Σ_p δ_{n,p,o}
 //!
-//! over its P positions (P = 1 for a dense layer). Everything here is built from a and δ without
-//! materialising one gradient per example, except where P > 1 forces it for Σ_n g_n∘g_n.
+//! over its P positions (P = 1 for a dense layer). A channelwise layer z = a∘γ + β (a
+//! BatchNorm in evaluation mode, a its normalised input x̂) has one scale per column instead,
+//!
+//! g_n(γ_o) = Σ_p δ_{n,p,o} a_{n,p,o},   g_n(β_o) = Σ_p δ_{n,p,o}.
+//!
+//! Everything here is built from a and δ without materialising one gradient per example, except
+//! where P > 1 (or a channelwise layer) forces it for Σ_n g_n∘g_n.
 
 use candle_core::{DType, Device, Tensor};
 
@@ -22,10 +27,24 @@ pub(crate) enum Column {
     Bias { o: usize },
 }
 
-/// The inputs and deltas of one affine layer z = a Wᵀ + b.
+/// How a layer's weights act on its rows.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Affine {
+    /// z = a Wᵀ + b with W `[O, J]`: a dense layer, or a convolution on unfolded patches.
+    #[default]
+    Dense,
+    /// z = a∘γ + β with one scale γ_o per column (`[O]`, so J = 1 and a is `[R·P, O]`): a
+    /// BatchNorm in evaluation mode on its normalised input.
+    Channelwise,
+}
+
+/// The inputs and deltas of one affine layer z = a Wᵀ + b (or z = a∘γ + β, see [`Affine`]).
 #[derive(Clone, Debug)]
 pub struct LayerFactors {
-    /// a, shape `[R·P, J]`: the layer input, one row per example and position.
+    /// How the weights act on a.
+    pub map: Affine,
+    /// a, shape `[R·P, J]` (`[R·P, O]` for a channelwise layer): the layer input, one row per
+    /// example and position.
     pub input: Tensor,
     /// δ = ∂ℓ/∂z, shape `[R·P, O]`.
     pub delta: Tensor,
@@ -53,6 +72,20 @@ impl LayerFactors {
         self.delta.dims()[0] / self.positions
     }
 
+    /// J, the number of weights per output (1 for a channelwise layer).
+    pub fn fan_in(&self) -> usize {
+        match self.map {
+            Affine::Dense => self.input.dims()[1],
+            Affine::Channelwise => 1,
+        }
+    }
+
+    /// Whether Σ_n g_n∘g_n needs the per-example gradients (it does not for a dense layer
+    /// with one position per example).
+    fn per_row(&self) -> bool {
+        self.positions > 1 || self.map == Affine::Channelwise
+    }
+
     /// Sums `[R·P, C]` over each example's P positions, giving `[R, C]`.
     fn sum_positions(&self, t: Tensor) -> Result<Tensor> {
         if self.positions == 1 {
@@ -62,9 +95,16 @@ impl LayerFactors {
         Ok(t.reshape((self.rows(), self.positions, c))?.sum(1)?)
     }
 
-    /// Σ_n g_n(W) = δᵀ a, shape `[O, J]`.
+    /// Σ_n g_n(W) = δᵀ a, shape `[O, J]` (1ᵀ(δ∘a), shape `[O, 1]`, for a channelwise layer).
     pub fn weight_grad(&self) -> Result<Tensor> {
-        Ok(self.delta.t()?.matmul(&self.input)?)
+        match self.map {
+            Affine::Dense => Ok(self.delta.t()?.matmul(&self.input)?),
+            Affine::Channelwise => {
+                let products = (&self.delta * &self.input)?;
+                let ones = ones_row(products.dims()[0], products.dtype(), products.device())?;
+                Ok(ones.matmul(&products)?.t()?)
+            }
+        }
     }
 
     /// Σ_n g_n(b) = 1ᵀ δ, shape `[O]` (a product with a row of ones: candle's reductions over the
@@ -81,18 +121,22 @@ impl LayerFactors {
     /// Σ_n g_n(W)∘g_n(W), shape `[O, J]`: (δ∘δ)ᵀ(a∘a) for a dense layer; for P > 1 the
     /// per-example gradients δ_nᵀ a_n are formed by one batched product and squared.
     pub fn weight_sum_sq(&self) -> Result<Tensor> {
-        if self.positions == 1 {
+        if !self.per_row() {
             return Ok(self.delta.sqr()?.t()?.matmul(&self.input.sqr()?)?);
         }
-        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        let (o, j) = (self.delta.dims()[1], self.fan_in());
         let per_example = self.per_row_weight_grads()?;
         let ones = ones_row(self.rows(), per_example.dtype(), per_example.device())?;
         Ok(ones.matmul(&per_example.sqr()?)?.reshape((o, j))?)
     }
 
     /// The per-row weight gradients g_r(W) = δ_rᵀ a_r, shape `[R, O·J]` (each row the `[O, J]`
-    /// weight matrix, row-major): one batched product over the rows.
+    /// weight matrix, row-major): one batched product over the rows; for a channelwise layer
+    /// Σ_p δ_r∘a_r, shape `[R, O]`.
     fn per_row_weight_grads(&self) -> Result<Tensor> {
+        if self.map == Affine::Channelwise {
+            return self.sum_positions((&self.delta * &self.input)?);
+        }
         let (r, p) = (self.rows(), self.positions);
         let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
         let delta = self.delta.reshape((r, p, o))?.transpose(1, 2)?;
@@ -118,10 +162,11 @@ impl LayerFactors {
             return Ok(whole);
         }
         let device = self.delta.device();
-        if self.positions > 1 {
-            // A convolution: its few weights' per-row gradients by one batched product, then
-            // the requested columns (a gather over every position would cost P times more).
-            let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        if self.per_row() {
+            // A convolution (or a channelwise layer): its few weights' per-row gradients by one
+            // batched product, then the requested columns (a gather over every position would
+            // cost P times more).
+            let (o, j) = (self.delta.dims()[1], self.fan_in());
             let all = Tensor::cat(
                 &[
                     self.per_row_weight_grads()?,
@@ -170,8 +215,8 @@ impl LayerFactors {
     /// ((δ∘δ) W ∘ (a∘a)) 1 without any per-row gradient, for P > 1 the per-row gradients
     /// squared against w.
     pub(crate) fn weighted_row_sq(&self, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
-        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
-        let weights = if self.positions == 1 {
+        let (o, j) = (self.delta.dims()[1], self.fan_in());
+        let weights = if !self.per_row() {
             let spread = self.delta.sqr()?.matmul(&w.reshape((o, j))?)?;
             (spread * self.input.sqr()?)?.sum(1)?
         } else {
@@ -192,7 +237,7 @@ impl LayerFactors {
     /// batched product instead of a gather per column (a full or last-layer Jacobian); `None`
     /// for any other selection.
     fn whole_layer(&self, columns: &[Column]) -> Result<Option<Tensor>> {
-        let (o, j) = (self.delta.dims()[1], self.input.dims()[1]);
+        let (o, j) = (self.delta.dims()[1], self.fan_in());
         let Some((weights, rest)) = columns.split_at_checked(o * j) else {
             return Ok(None);
         };

@@ -10,6 +10,10 @@
 //!   [`Cnn::lenet5`]) with the same interface; a convolution is an affine layer on the unfolded
 //!   (im2col) input, one row per example and output position, so its per-example products come
 //!   from the same [`LayerFactors`].
+//! - [`ResNet`]: a residual network with batch normalisation at fixed statistics (ResNet-18 for
+//!   CIFAR-10, [`ResNet::resnet18`]), loading and saving torchvision's `state_dict` names; a
+//!   batch normalisation is a channelwise affine layer ([`Affine::Channelwise`]) of the same
+//!   factors.
 //!
 //! Parameters are addressed through the [`bdl_tensor::ParamLayout`] each model owns.
 
@@ -22,12 +26,14 @@ mod factors;
 mod mlp;
 mod model;
 mod network;
+mod resnet;
 
 pub use activation::Activation;
 pub use cache::Cache;
 pub use cnn::{Cnn, CnnSpec, ConvSpec};
 pub use error::{Error, Result};
-pub use factors::LayerFactors;
+pub use factors::{Affine, LayerFactors};
 pub use mlp::{DenseLayer, Mlp, MlpSpec};
 pub use model::{LossGradient, Model};
 pub use network::{Network, NetworkSpec};
+pub use resnet::{BatchStatistics, EPSILON, ResNet, ResNetSpec};

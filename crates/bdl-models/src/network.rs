@@ -9,7 +9,10 @@ use bdl_tensor::{ChaCha8Rng, ParamLayout, Seed};
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::{Cache, Cnn, CnnSpec, Error, LayerFactors, LossGradient, Mlp, MlpSpec, Model, Result};
+use crate::{
+    Cache, Cnn, CnnSpec, Error, LayerFactors, LossGradient, Mlp, MlpSpec, Model, ResNet,
+    ResNetSpec, Result,
+};
 
 /// The architecture of a [`Network`], serialised with an internal tag:
 /// `{"kind": "mlp", "widths": [...], ...}` or `{"kind": "cnn", ...}`.
@@ -20,9 +23,23 @@ pub enum NetworkSpec {
     Mlp(MlpSpec),
     /// A convolutional network.
     Cnn(CnnSpec),
+    /// A residual network with batch normalisation (`"kind": "resnet"`).
+    #[serde(rename = "resnet")]
+    ResNet(ResNetSpec),
 }
 
-/// An MLP or a CNN behind one type.
+impl NetworkSpec {
+    /// The dropout probability of the network's hidden units (0 for none; a ResNet has none).
+    pub fn dropout(&self) -> f64 {
+        match self {
+            Self::Mlp(spec) => spec.dropout,
+            Self::Cnn(spec) => spec.dropout,
+            Self::ResNet(_) => 0.0,
+        }
+    }
+}
+
+/// An MLP, a CNN or a ResNet behind one type.
 ///
 /// ```
 /// use bdl_models::{Activation, MlpSpec, Model, Network, NetworkSpec};
@@ -45,6 +62,8 @@ pub enum Network {
     Mlp(Mlp),
     /// A convolutional network.
     Cnn(Cnn),
+    /// A residual network.
+    ResNet(ResNet),
 }
 
 impl Network {
@@ -53,6 +72,7 @@ impl Network {
         Ok(match spec {
             NetworkSpec::Mlp(spec) => Self::Mlp(Mlp::new(spec)?),
             NetworkSpec::Cnn(spec) => Self::Cnn(Cnn::new(spec)?),
+            NetworkSpec::ResNet(spec) => Self::ResNet(ResNet::new(spec)?),
         })
     }
 
@@ -61,6 +81,7 @@ impl Network {
         match self {
             Self::Mlp(m) => NetworkSpec::Mlp(m.spec().clone()),
             Self::Cnn(c) => NetworkSpec::Cnn(c.spec().clone()),
+            Self::ResNet(r) => NetworkSpec::ResNet(r.spec()),
         }
     }
 
@@ -69,14 +90,16 @@ impl Network {
         match self {
             Self::Mlp(m) => m.init(seed, dtype, device),
             Self::Cnn(c) => c.init(seed, dtype, device),
+            Self::ResNet(r) => r.init(seed, dtype, device),
         }
     }
 
-    /// The dropout probability of the network's hidden units (0 for none).
+    /// The dropout probability of the network's hidden units (0 for none; a ResNet has none).
     pub fn dropout(&self) -> f64 {
         match self {
             Self::Mlp(m) => m.spec().dropout,
             Self::Cnn(c) => c.spec().dropout,
+            Self::ResNet(_) => 0.0,
         }
     }
 
@@ -84,7 +107,7 @@ impl Network {
     pub fn as_mlp(&self) -> Option<&Mlp> {
         match self {
             Self::Mlp(m) => Some(m),
-            Self::Cnn(_) => None,
+            Self::Cnn(_) | Self::ResNet(_) => None,
         }
     }
 }
@@ -101,6 +124,12 @@ impl From<Cnn> for Network {
     }
 }
 
+impl From<ResNet> for Network {
+    fn from(resnet: ResNet) -> Self {
+        Self::ResNet(resnet)
+    }
+}
+
 /// Each call goes to the architecture inside.
 impl Network {
     /// The network behind the enum.
@@ -108,6 +137,7 @@ impl Network {
         match self {
             Self::Mlp(m) => m,
             Self::Cnn(c) => c,
+            Self::ResNet(r) => r,
         }
     }
 }
@@ -174,6 +204,7 @@ impl Model for Network {
         match self {
             Self::Mlp(m) => m.loss_gradient(params, x, dropout, output_gradient, squares),
             Self::Cnn(c) => c.loss_gradient(params, x, dropout, output_gradient, squares),
+            Self::ResNet(r) => r.loss_gradient(params, x, dropout, output_gradient, squares),
         }
     }
 

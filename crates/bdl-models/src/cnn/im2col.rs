@@ -1,9 +1,9 @@
 //! im2col: the patches of a convolution as the rows of a matrix.
 //!
-//! A convolution of C input maps with O kernels of k × k (stride 1, zero padding p) is an affine
+//! A convolution of C input maps with O kernels of k × k (stride s, zero padding p) is an affine
 //! map on patches. With the patch at output position (y, x) unfolded in (c, ky, kx) order,
 //!
-//! a_{(y,x), (c,ky,kx)} = u_{c, y+ky−p, x+kx−p}   (0 where that falls in the padding),
+//! a_{(y,x), (c,ky,kx)} = u_{c, s·y+ky−p, s·x+kx−p}   (0 where that falls in the padding),
 //!
 //! the convolution is z = a Wᵀ + b, one row per output position, with W the `[O, C, k, k]`
 //! kernel flattened row-major to `[O, C·k·k]` (PyTorch's `Conv2d`, a cross-correlation).
@@ -30,24 +30,32 @@ pub(crate) struct Unfold {
 }
 
 impl Unfold {
-    /// The unfolding of `input` into k × k patches with zero padding `padding` on every side.
-    pub(crate) fn new(input: FeatureMaps, kernel: usize, padding: usize) -> Result<Self> {
+    /// The unfolding of `input` into k × k patches with zero padding `padding` on every side,
+    /// one patch every `stride` rows and columns: H_out = ⌊(H + 2p − k)/s⌋ + 1.
+    pub(crate) fn new(
+        input: FeatureMaps,
+        kernel: usize,
+        padding: usize,
+        stride: usize,
+    ) -> Result<Self> {
         let out_size = |size: usize| {
             (size + 2 * padding)
                 .checked_sub(kernel)
-                .map(|d| d + 1)
-                .filter(|_| kernel > 0)
+                .map(|d| d / stride.max(1) + 1)
+                .filter(|_| kernel > 0 && stride > 0)
         };
         let (Some(out_height), Some(out_width)) = (out_size(input.height), out_size(input.width))
         else {
             return Err(Error::InvalidConfig(format!(
-                "a {kernel}×{kernel} kernel with padding {padding} does not fit {}×{} maps",
+                "a {kernel}×{kernel} kernel with padding {padding} and stride {stride} does not \
+                 fit {}×{} maps",
                 input.height, input.width
             )));
         };
         // The input coordinate of kernel offset `k` at output coordinate `o`, if inside `size`.
-        let source =
-            |o: usize, k: usize, size: usize| (o + k).checked_sub(padding).filter(|&i| i < size);
+        let source = |o: usize, k: usize, size: usize| {
+            (o * stride + k).checked_sub(padding).filter(|&i| i < size)
+        };
         let positions = out_height * out_width;
         let index = GatherIndex::from_fn(
             positions,
@@ -112,7 +120,7 @@ mod tests {
             width: 2,
             order: Order::ChannelsFirst,
         };
-        let unfold = Unfold::new(maps, 2, 1).unwrap();
+        let unfold = Unfold::new(maps, 2, 1, 1).unwrap();
         assert_eq!(
             (unfold.output_size(), unfold.positions(), unfold.patch_len()),
             ((3, 3), 9, 4)
@@ -130,6 +138,43 @@ mod tests {
     }
 
     #[test]
+    fn a_stride_of_two_takes_every_other_patch() {
+        // A 4×4 map numbered 0..16 row-major, 3×3 kernel, padding 1, stride 2: a 2×2 output
+        // (⌊(4 + 2 − 3)/2⌋ + 1) whose patches are centred on (0, 0), (0, 2), (2, 0), (2, 2).
+        let maps = FeatureMaps {
+            channels: 1,
+            height: 4,
+            width: 4,
+            order: Order::ChannelsFirst,
+        };
+        let unfold = Unfold::new(maps, 3, 1, 2).unwrap();
+        assert_eq!((unfold.output_size(), unfold.patch_len()), ((2, 2), 9));
+        let u = Tensor::arange(0f64, 16., &Device::Cpu)
+            .unwrap()
+            .reshape((1, 16))
+            .unwrap();
+        let patches: Vec<Vec<f64>> = unfold
+            .apply(&u)
+            .unwrap()
+            .reshape((4, 9))
+            .unwrap()
+            .to_vec2()
+            .unwrap();
+        assert_eq!(patches[0], [0., 0., 0., 0., 0., 1., 0., 4., 5.]);
+        assert_eq!(patches[3], [5., 6., 7., 9., 10., 11., 13., 14., 15.]);
+        // A 1×1 kernel at stride 2 without padding (a ResNet shortcut) picks the even corners.
+        let picks: Vec<f64> = Unfold::new(maps, 1, 0, 2)
+            .unwrap()
+            .apply(&u)
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .to_vec1()
+            .unwrap();
+        assert_eq!(picks, [0., 2., 8., 10.]);
+    }
+
+    #[test]
     fn a_kernel_larger_than_the_map_is_a_config_error() {
         let maps = FeatureMaps {
             channels: 1,
@@ -138,13 +183,17 @@ mod tests {
             order: Order::ChannelsLast,
         };
         assert!(matches!(
-            Unfold::new(maps, 4, 0),
+            Unfold::new(maps, 4, 0, 1),
             Err(Error::InvalidConfig(_))
         ));
         assert!(matches!(
-            Unfold::new(maps, 0, 0),
+            Unfold::new(maps, 0, 0, 1),
             Err(Error::InvalidConfig(_))
         ));
-        assert!(Unfold::new(maps, 4, 1).is_ok());
+        assert!(matches!(
+            Unfold::new(maps, 1, 0, 0),
+            Err(Error::InvalidConfig(_))
+        ));
+        assert!(Unfold::new(maps, 4, 1, 1).is_ok());
     }
 }

@@ -141,7 +141,8 @@ mod tests {
         #[test]
         fn adjoint_is_the_transpose(
             channels in 1usize..4, height in 2usize..8, width in 2usize..8,
-            kernel in 1usize..4, padding in 0usize..3, channels_last: bool, seed in any::<u64>(),
+            kernel in 1usize..4, padding in 0usize..3, stride in 1usize..3, channels_last: bool,
+            seed in any::<u64>(),
         ) {
             let seed = Seed(seed);
             let order = if channels_last { Order::ChannelsLast } else { Order::ChannelsFirst };
@@ -151,7 +152,7 @@ mod tests {
                 (input.len(), Step::Pool(AvgPool2::new(last).unwrap())),
                 (input.len(), Step::Flatten(Flatten::new(last))),
             ];
-            if let Ok(unfold) = Unfold::new(input, kernel, padding) {
+            if let Ok(unfold) = Unfold::new(input, kernel, padding, stride) {
                 steps.push((input.len(), Step::Unfold(unfold)));
             }
             for (i, (len, step)) in steps.iter().enumerate() {

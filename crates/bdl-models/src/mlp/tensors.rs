@@ -5,7 +5,7 @@ use bdl_tensor::ChaCha8Rng;
 use candle_core::{DType, Device, Tensor};
 
 use super::{Mlp, product};
-use crate::{Cache, LayerFactors, Result};
+use crate::{Affine, Cache, LayerFactors, Result};
 
 impl Mlp {
     /// The forward pass, z_l = a_l W_lᵀ + b_l, h_l = φ_l(z_l), a_{l+1} = h_l ∘ m_l.
@@ -84,6 +84,7 @@ impl Mlp {
     /// Layer l's factors from the cache and its deltas.
     pub(super) fn factors_of(&self, l: usize, cache: &Cache, delta: Tensor) -> LayerFactors {
         LayerFactors {
+            map: Affine::Dense,
             input: cache.inputs[l].clone(),
             delta,
             positions: 1,
