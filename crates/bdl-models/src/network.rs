@@ -103,6 +103,25 @@ impl Network {
         }
     }
 
+    /// The network of `spec` and its θ from a PyTorch `state_dict` saved as safetensors,
+    /// every name and shape checked, θ in the file's dtype. A ResNet's running statistics come
+    /// from the file ([`ResNet::load_state_dict`]); an MLP's or CNN's file holds parameters
+    /// only.
+    pub fn load_state_dict(
+        spec: NetworkSpec,
+        path: &std::path::Path,
+        device: &Device,
+    ) -> Result<(Self, Tensor)> {
+        if let NetworkSpec::ResNet(spec) = spec {
+            let (resnet, theta) = ResNet::load_state_dict(spec, path, device)?;
+            return Ok((Self::ResNet(resnet), theta));
+        }
+        let net = Self::new(spec)?;
+        let named = bdl_tensor::load_safetensors(path, device)?;
+        let theta = net.layout().flatten(&named, path)?;
+        Ok((net, theta))
+    }
+
     /// The MLP, if this is one (the blocked-Gibbs sampler is MLP-only).
     pub fn as_mlp(&self) -> Option<&Mlp> {
         match self {

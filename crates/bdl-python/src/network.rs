@@ -12,11 +12,12 @@ use crate::arrays::{array, dtype_named, float_dtype, floats};
 use crate::errors::{OrRaise as _, invalid};
 use crate::json::{parse, to_python};
 
-/// A network over one flat parameter vector θ: an MLP or a LeNet-style CNN.
+/// A network over one flat parameter vector θ: an MLP, a LeNet-style CNN or a ResNet.
 ///
 /// `Network(spec)` takes the Rust `NetworkSpec` as a dict (`{"kind": "mlp", "widths": [...],
-/// "activations": [...]}` or `{"kind": "cnn", ...}`); `Network.mlp(widths, activation)` is the
-/// common case.
+/// "activations": [...]}`, `{"kind": "cnn", ...}` or `{"kind": "resnet", "input": [3, 32, 32],
+/// "widths": [64, 128, 256, 512], "blocks": [2, 2, 2, 2], "classes": 10}`);
+/// `Network.mlp(widths, activation)` is the common case.
 #[pyclass(name = "Network", module = "bdl", frozen)]
 pub(crate) struct PyNetwork {
     pub(crate) inner: Network,
@@ -101,6 +102,21 @@ impl PyNetwork {
     fn load_state_dict<'py>(&self, py: Python<'py>, path: PathBuf) -> PyResult<Bound<'py, PyAny>> {
         let named = bdl::tensor::load_safetensors(&path, &Device::Cpu).or_raise()?;
         array(py, &self.inner.layout().flatten(&named, &path).or_raise()?)
+    }
+
+    /// The network of `spec` (a dict or JSON string) and θ from a PyTorch `state_dict` saved as
+    /// safetensors: `(network, theta)`. A ResNet (`{"kind": "resnet", ...}`) takes its
+    /// batch normalisations' running statistics from the file (a torchvision `resnet18` with
+    /// the CIFAR stem: `safetensors.torch.save_file(model.state_dict(), path)`).
+    #[staticmethod]
+    fn from_state_dict<'py>(
+        py: Python<'py>,
+        spec: &Bound<'py, PyAny>,
+        path: PathBuf,
+    ) -> PyResult<(Self, Bound<'py, PyAny>)> {
+        let spec: NetworkSpec = parse(spec, "spec")?;
+        let (inner, theta) = Network::load_state_dict(spec, &path, &Device::Cpu).or_raise()?;
+        Ok((Self { inner }, array(py, &theta)?))
     }
 
     fn __repr__(&self) -> String {
