@@ -40,7 +40,7 @@ pub enum Error {
         prior: f64,
     },
 
-    /// A network the KFAC Laplace cannot factor (a convolution).
+    /// A network the KFAC Laplace cannot factor (a batch normalisation).
     #[error("KFAC Laplace: {reason}")]
     KronUnsupported {
         /// What is not supported.

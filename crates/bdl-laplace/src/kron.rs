@@ -19,7 +19,12 @@
 //!
 //! over the S parameters in scope (the others fixed at θ̂, as a last-layer Laplace). In row-major
 //! vectorisation (U_G ⊗ U_A)ᵀ vec(X) = vec(U_Gᵀ X U_A), which the predictive and the draws use.
-//! Dense layers only: a convolution's factors need another approximation (KFC), not built here.
+//!
+//! A convolution is the same affine map on its unfolded patches, one row per example and output
+//! position; KFAC takes the N·P (example, position) pairs as the rows of both factors
+//! (G = Σ_{n,p,c} δ δᵀ, A = Σ_{n,p} a aᵀ, the weight block G ⊗ A/(N·P): the "expand"
+//! approximation of curvlinops, which laplace-torch's `KronLaplace` uses for `Conv2d`). A
+//! channelwise layer (a BatchNorm) has no Kronecker structure and is refused.
 
 use std::path::Path;
 
@@ -115,35 +120,23 @@ impl KronBlock {
     }
 }
 
-/// The segments of `layout` a scope covers, each a dense weight (rank 2) or a bias (rank 1).
-fn scope_segments(layout: &ParamLayout, scope: KronScope) -> Result<Vec<usize>> {
+/// The segments of `layout` a scope covers: each weight and its bias.
+fn scope_segments(layout: &ParamLayout, scope: KronScope) -> Vec<usize> {
     let layers = layout.layers();
     let chosen = match scope {
         KronScope::All => &layers[..],
         KronScope::LastLayer => &layers[layers.len().saturating_sub(1)..],
     };
-    let segments: Vec<usize> = chosen
+    chosen
         .iter()
         .flat_map(|l| std::iter::once(l.weight).chain(l.bias))
-        .collect();
-    if let Some(&s) = segments
-        .iter()
-        .find(|&&s| layout.segments()[s].shape.len() > 2)
-    {
-        return Err(Error::KronUnsupported {
-            reason: format!(
-                "`{}` is a convolution's weight (shape {:?}); KFAC is built for dense layers",
-                layout.segments()[s].name,
-                layout.segments()[s].shape
-            ),
-        });
-    }
-    Ok(segments)
+        .collect()
 }
 
 /// The KFAC GGN over the segments of `scope`: per layer G = Σ_{n,c} δ_{n,c} δ_{n,c}ᵀ and
-/// A = Σ_n a_n a_nᵀ over the rows of `x` in minibatches of `batch_size` (in f64), each weight's
-/// block `[G, A/N]` and each bias's `[G]`, in θ's order.
+/// A = Σ_n a_n a_nᵀ over the rows of `x` in minibatches of `batch_size` (in f64; a
+/// convolution's sums also over its P positions), each weight's block `[G, A/(N·P)]` and each
+/// bias's `[G]`, in θ's order.
 pub fn kron_ggn(
     model: &impl Model,
     theta: &Tensor,
@@ -153,10 +146,10 @@ pub fn kron_ggn(
     batch_size: usize,
 ) -> Result<Vec<KronBlock>> {
     let layout = model.layout();
-    let segments = scope_segments(layout, scope)?;
+    let segments = scope_segments(layout, scope);
     let n = bdl_inference::n_rows(x, "x")?;
-    // Per weight segment in scope: (G, A).
-    let mut sums: Vec<Option<(Mat<f64>, Mat<f64>)>> = vec![None; layout.segments().len()];
+    // Per weight segment in scope: (G, A, P).
+    let mut sums: Vec<Option<(Mat<f64>, Mat<f64>, usize)>> = vec![None; layout.segments().len()];
     for start in (0..n).step_by(batch_size.max(1)) {
         let xb = x.narrow(0, start, batch_size.max(1).min(n - start))?;
         let cache = model.forward_cached(theta, &xb)?;
@@ -174,23 +167,15 @@ pub fn kron_ggn(
                     return Err(Error::KronUnsupported {
                         reason: format!(
                             "`{}` is a channelwise scale (a BatchNorm); KFAC is built for dense \
-                             layers",
+                             and convolutional layers",
                             layout.segments()[w].name
-                        ),
-                    });
-                }
-                if layer.positions != 1 {
-                    return Err(Error::KronUnsupported {
-                        reason: format!(
-                            "`{}` has {} positions per example; KFAC is built for dense layers",
-                            layout.segments()[w].name,
-                            layer.positions
                         ),
                     });
                 }
                 let delta = bdl_tensor::to_mat(&layer.delta)?;
                 let (o, j) = (delta.ncols(), layer.input.dims()[1]);
-                let (g, a) = sums[w].get_or_insert_with(|| (Mat::zeros(o, o), Mat::zeros(j, j)));
+                let (g, a, _) = sums[w]
+                    .get_or_insert_with(|| (Mat::zeros(o, o), Mat::zeros(j, j), layer.positions));
                 *g += delta.transpose() * &delta;
                 if c == 0 {
                     let input = bdl_tensor::to_mat(&layer.input)?;
@@ -199,24 +184,24 @@ pub fn kron_ggn(
             }
         }
     }
-    let scale = (n as f64).recip();
     let mut blocks = Vec::with_capacity(segments.len());
     for layer in layout.layers() {
         if !segments.contains(&layer.weight) {
             continue;
         }
-        let (g, a) = sums[layer.weight]
-            .take()
-            .ok_or_else(|| Error::KronUnsupported {
-                reason: format!(
-                    "the network gave no factors for `{}`",
-                    layout.segments()[layer.weight].name
-                ),
-            })?;
+        let (g, a, positions) =
+            sums[layer.weight]
+                .take()
+                .ok_or_else(|| Error::KronUnsupported {
+                    reason: format!(
+                        "the network gave no factors for `{}`",
+                        layout.segments()[layer.weight].name
+                    ),
+                })?;
         let offset = layout.segments()[layer.weight].offset;
         blocks.push(KronBlock {
             offset,
-            factors: vec![g.clone(), a * scale],
+            factors: vec![g.clone(), a * ((n * positions) as f64).recip()],
         });
         if let Some(b) = layer.bias {
             blocks.push(KronBlock {
@@ -542,7 +527,7 @@ impl Posterior for KronLaplace {
         let theta = saved.params("theta")?;
         let layout = saved.predictor.network().layout().clone();
         let mut blocks = Vec::new();
-        for (b, s) in scope_segments(&layout, saved.config.scope)?
+        for (b, s) in scope_segments(&layout, saved.config.scope)
             .into_iter()
             .enumerate()
         {
@@ -568,7 +553,7 @@ impl Posterior for KronLaplace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bdl_models::{Activation, Cnn, CnnSpec, Mlp, MlpSpec, Network};
+    use bdl_models::{Activation, Mlp, MlpSpec, Network, ResNet, ResNetSpec};
     use faer::linalg::solvers::DenseSolveCore as _;
 
     fn problem() -> (MapEstimate, Tensor) {
@@ -690,13 +675,22 @@ mod tests {
     }
 
     #[test]
-    fn a_convolution_is_refused_and_a_zero_prior_without_signal_is_not_positive() {
-        let cnn = Network::from(Cnn::new(CnnSpec::lenet5(10)).unwrap());
-        let theta = cnn.init(Seed(0), DType::F32, &Device::Cpu).unwrap();
-        let map = MapEstimate::new(cnn, theta, Likelihood::Categorical { classes: 10 }).unwrap();
-        let x = Tensor::zeros((2, 1, 28, 28), DType::F32, &Device::Cpu).unwrap();
+    fn a_batch_norm_is_refused_and_a_zero_prior_without_signal_is_not_positive() {
+        let spec = ResNetSpec {
+            input: [1, 4, 4],
+            widths: vec![2],
+            blocks: vec![1],
+            classes: 2,
+            statistics: None,
+        };
+        let resnet = Network::from(ResNet::new(spec).unwrap());
+        let theta = resnet.init(Seed(0), DType::F32, &Device::Cpu).unwrap();
+        let likelihood = Likelihood::Categorical { classes: 2 };
+        let map = MapEstimate::new(resnet, theta, likelihood).unwrap();
+        let x = Tensor::ones((2, 1, 4, 4), DType::F32, &Device::Cpu).unwrap();
         let err = KronLaplace::fit(&map, &x, &KronConfig::default().check().unwrap()).unwrap_err();
         assert!(matches!(err, Error::KronUnsupported { .. }), "{err}");
+        assert!(err.to_string().contains("`bn1.weight`"), "{err}");
 
         let (map, x) = problem();
         let zero_inputs = Tensor::zeros((3, 2), DType::F64, &Device::Cpu).unwrap();

@@ -1,5 +1,6 @@
 //! Cross-implementation test of the KFAC Laplace against laplace-torch's `KronLaplace`: every
-//! pair in `fixtures/kron/` (written by `make_kron_fixtures.py` there) is one case, checked over
+//! pair in `fixtures/kron/` (written by `make_kron_fixtures.py` there: two MLPs and a small CNN,
+//! whose convolution KFAC factors over examples and positions) is one case, checked over
 //! every parameter and over the last layer: the Kronecker factors, the log marginal likelihood
 //! at every prior precision of the grid, the linearized predictive's mean and covariance and,
 //! for classification, the probit probabilities, at the tolerances the sidecar states.
@@ -102,9 +103,14 @@ fn check_factors(case: &Case, post: &KronLaplace, key: &str, unscale: f64) {
 }
 
 fn run(case: &Case, scope: KronScope, key: &str) {
-    let layers: Vec<DenseLayer> =
-        serde_json::from_value(case.meta["model"]["layers"].clone()).unwrap();
-    let net = Network::from(Mlp::new(MlpSpec::from_layers(&layers).unwrap()).unwrap());
+    let net = match case.meta.get("network") {
+        Some(spec) => Network::new(serde_json::from_value(spec.clone()).unwrap()).unwrap(),
+        None => {
+            let layers: Vec<DenseLayer> =
+                serde_json::from_value(case.meta["model"]["layers"].clone()).unwrap();
+            Network::from(Mlp::new(MlpSpec::from_layers(&layers).unwrap()).unwrap())
+        }
+    };
     let theta = case.tensors["theta_map"].clone();
     let sigma = case.meta["sigma_noise"].as_f64().unwrap();
     let likelihood = if case.regression() {
@@ -188,5 +194,5 @@ fn every_laplace_torch_kron_fixture_is_reproduced() {
             cases += 1;
         }
     }
-    assert!(cases >= 2, "the shipped fixtures are missing");
+    assert!(cases >= 3, "the shipped fixtures are missing");
 }
