@@ -9,7 +9,7 @@ use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Activation, Cnn, Mlp, MlpSpec, Model, Network};
+use bdl_models::{Activation, Cnn, Mlp, MlpSpec, Model, Network, ResNet};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor, Var};
 
@@ -71,6 +71,7 @@ fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
             sum_sq_grads(batch)?;
         }
         cnn_sum_sq_grads()?;
+        resnet_sum_sq_grads()?;
         cnn_output_variances()?;
     }
     if on(Group::Laplace) {
@@ -427,27 +428,62 @@ fn sum_sq_grads(batch: usize) -> Result<()> {
 }
 
 /// Σ_n g_n∘g_n for LeNet-5 on 128 MNIST images of the shipped fixture in f32 (softmax
-/// cross-entropy at the seeded initialisation): from the (a, δ) factors of one forward and one
-/// backward pass (im2col and col2im by bdl-tensor's gather and scatter-add), against a loop of
-/// 128 single-example forward and autograd backward passes whose gradients are squared and
-/// summed.
+/// cross-entropy at the seeded initialisation), see [`sum_sq_against_loop`].
 fn cnn_sum_sq_grads() -> Result<()> {
     let batch = 128;
-    let device = Device::Cpu;
     let data = mnist_fixture(batch)?;
-    let (x, y) = (data.x().clone(), data.y().clone());
     let model = Cnn::lenet5(10)?;
-    let theta = model.init(Seed(0), DType::F32, &device)?;
-    let likelihood = Likelihood::Categorical { classes: 10 };
+    let theta = model.init(Seed(0), DType::F32, &Device::Cpu)?;
+    sum_sq_against_loop(
+        &format!("Σ g∘g, LeNet-5, batch {batch:>4}: (a,δ) products vs loop"),
+        &model,
+        &theta,
+        (data.x(), data.y()),
+    )
+}
 
+/// Σ_n g_n∘g_n for ResNet-18 (CIFAR stem, BatchNorm at fixed statistics) on 8 images of
+/// 3 × 32 × 32 in f32 (seeded N(0, 1) pixels and labels: the cost does not depend on them),
+/// see [`sum_sq_against_loop`].
+fn resnet_sum_sq_grads() -> Result<()> {
+    let batch = 8;
+    let device = Device::Cpu;
+    let model = ResNet::resnet18(10)?;
+    let theta = model.init(Seed(0), DType::F32, &device)?;
+    let mut rng = Seed(1).rng();
+    let x = bdl_tensor::normal(&mut rng, (batch, 3, 32, 32), 0.0, 1.0, DType::F32, &device)?;
+    let labels: Vec<u32> = (0..batch as u32).map(|i| i % 10).collect();
+    let y = Tensor::new(labels.as_slice(), &device)?;
+    sum_sq_against_loop(
+        &format!("Σ g∘g, ResNet-18 (11.2 M parameters), batch {batch:>4}: (a,δ) products vs loop"),
+        &model,
+        &theta,
+        (&x, &y),
+    )
+}
+
+/// Σ_n g_n∘g_n of softmax cross-entropy over ten classes for the batch `(x, y)`: from the
+/// (a, δ) factors of one forward and one backward pass (im2col and col2im by bdl-tensor's
+/// gather and scatter-add), against a loop of single-example forward and autograd backward
+/// passes whose gradients are squared and summed. Both must agree (in f32, every segment to
+/// 1e-5 of its largest entry: they sum per-example gradients over up to a thousand positions
+/// in different orders; measured on LeNet-5 below 5e-7) before they are timed.
+fn sum_sq_against_loop(
+    label: &str,
+    model: &impl Model,
+    theta: &Tensor,
+    (x, y): (&Tensor, &Tensor),
+) -> Result<()> {
+    let batch = x.dims()[0];
+    let likelihood = Likelihood::Categorical { classes: 10 };
     let ours = || -> Result<Tensor> {
-        let cache = model.forward_cached(&theta, &x)?;
-        let r = likelihood.grad_f(&cache.output, &y)?;
-        Ok(model.sum_sq_grads(&theta, &cache, &r)?)
+        let cache = model.forward_cached(theta, x)?;
+        let r = likelihood.grad_f(&cache.output, y)?;
+        Ok(model.sum_sq_grads(theta, &cache, &r)?)
     };
-    let var = Var::from_tensor(&theta)?;
+    let var = Var::from_tensor(theta)?;
     let naive = || -> Result<Tensor> {
-        let mut acc = Tensor::zeros(theta.shape(), DType::F32, &device)?;
+        let mut acc = Tensor::zeros(theta.shape(), DType::F32, theta.device())?;
         for n in 0..batch {
             let f = model.forward(var.as_tensor(), &x.narrow(0, n, 1)?)?;
             let loss = likelihood
@@ -459,10 +495,6 @@ fn cnn_sum_sq_grads() -> Result<()> {
         }
         Ok(acc)
     };
-
-    // Both compute the same numbers: in f32 every segment (a layer's weights or biases) agrees
-    // to 1e-5 of its largest entry (the two sum per-example gradients of up to 784 positions in
-    // different orders; measured: below 5e-7).
     let (a, b): (Vec<f32>, Vec<f32>) = (ours()?.to_vec1()?, naive()?.to_vec1()?);
     for segment in model.layout().segments() {
         let (a, b) = (&a[segment.range()], &b[segment.range()]);
@@ -474,12 +506,7 @@ fn cnn_sum_sq_grads() -> Result<()> {
             segment.name
         );
     }
-
-    compare(
-        &format!("Σ g∘g, LeNet-5, batch {batch:>4}: (a,δ) products vs loop"),
-        || ours().map(drop),
-        || naive().map(drop),
-    )
+    compare(label, || ours().map(drop), || naive().map(drop))
 }
 
 /// The linearized output variances Σ_d w_d J_kd(x_n)² of LeNet-5 in f32 on 100 MNIST images of
