@@ -20,6 +20,8 @@
 //!
 //! The smoke profile runs Boston alone, two splits, a 2 × 1 grid, 2 epochs and 10 test samples.
 
+mod listed;
+
 use std::cmp::Ordering;
 use std::fmt::Write as _;
 
@@ -41,6 +43,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};
 use crate::concurrency::side_by_side;
+use crate::listed::Listed;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
@@ -73,7 +76,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
      dropout, and the convergence of VOGN and Vadam against BBVI",
     run,
     shards: true,
-    lists_methods: false,
+    lists_methods: true,
 };
 
 /// The reference numbers of ALGORITHMS.md §A: MC dropout's RMSE and test log-likelihood (mean,
@@ -332,8 +335,10 @@ struct Row {
     tau: f64,
     lambda: f64,
     /// The mean validation log-likelihood (original units) of the chosen pair ([`rank`]: over
-    /// the screened folds alone for a candidate that was not a finalist).
-    selection_log_lik: f64,
+    /// the screened folds alone for a candidate that was not a finalist); none for a listed
+    /// method, which chooses nothing on the folds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    selection_log_lik: Option<f64>,
     /// Test RMSE of the predictive mean, original units.
     test_rmse: f64,
     /// Per-point test log-likelihood (1/n) Σ_i log((1/S) Σ_s p(y_i | θ_s)), original units.
@@ -534,11 +539,8 @@ fn mean_nll(
     Ok(-ll.iter().sum::<f64>() / ll.len() as f64)
 }
 
-/// Runs the experiment: the fits side by side, one thread each
-/// ([`side_by_side`]).
-fn run(ctx: &Context) -> Result<Outcome> {
-    let settings = Settings::of(ctx.profile);
-    let grid = settings.grid();
+/// Every split of the run's data sets with its selection folds and seed.
+fn splits(ctx: &Context, settings: &Settings) -> Result<Vec<Job>> {
     let mut jobs = Vec::new();
     for &set in &settings.sets {
         let data = UciData::open(&ctx.data, set).with_context(|| format!("opening {set}"))?;
@@ -568,6 +570,15 @@ fn run(ctx: &Context) -> Result<Outcome> {
             });
         }
     }
+    Ok(jobs)
+}
+
+/// Runs the experiment: the fits side by side, one thread each
+/// ([`side_by_side`]).
+fn run(ctx: &Context) -> Result<Outcome> {
+    let settings = Settings::of(ctx.profile);
+    let grid = settings.grid();
+    let jobs = splits(ctx, &settings)?;
     let (screen, finalists) = settings.selection.race(grid.len());
     let fits_per_method = |j: &Job| grid.len() * screen + finalists * (j.folds.len() - screen) + 1;
     let total: usize = jobs
@@ -581,34 +592,68 @@ fn run(ctx: &Context) -> Result<Outcome> {
         grid.len()
     ));
     // Units: one split with every method's selection and final fit, saved as it finishes (the
-    // paper profile resumes; shards split the splits).
+    // paper profile resumes; shards split the splits); then each listed method's units, with
+    // settings of their own (its spec).
+    let listed = crate::listed::methods(ctx, listed::default_listed(ctx.profile)?)?;
     let units = Units::new(ctx, &settings)?;
-    let key = |job: &Job| format!("{}-{}", job.set.name(), job.split);
-    let all_units = jobs.len();
-    let jobs = units.share(jobs);
-    let bar = ctx.bar(
-        jobs.iter()
-            .map(|j| METHODS.len() * fits_per_method(j))
-            .sum::<usize>() as u64,
-        "fits",
-    );
-    let per_split = side_by_side(&jobs, |job| {
-        let rows = units.get_or_run(&key(job), || fit_split(&settings, &grid, job, &bar))?;
+    let listed_units: Vec<Units> = listed
+        .iter()
+        .map(|l| Units::new(ctx, &l.settings(&settings)))
+        .collect::<Result<_>>()?;
+    let key = |&(j, part): &(usize, Option<usize>)| {
+        let job: &Job = &jobs[j];
+        let own = format!("{}-{}", job.set.name(), job.split);
+        match part {
+            None => own,
+            Some(i) => format!("{own}-listed-{}", listed[i].slug),
+        }
+    };
+    let all_units = jobs.len() * (1 + listed.len());
+    let mut mine: Vec<(usize, Option<usize>)> =
+        units.share((0..jobs.len()).map(|j| (j, None)).collect());
+    for (i, u) in listed_units.iter().enumerate() {
+        mine.extend(u.share((0..jobs.len()).map(|j| (j, Some(i))).collect()));
+    }
+    let fits = |&(j, part): &(usize, Option<usize>)| match part {
+        None => METHODS.len() * fits_per_method(&jobs[j]),
+        Some(_) => 1,
+    };
+    let bar = ctx.bar(mine.iter().map(fits).sum::<usize>() as u64, "fits");
+    let per_split = side_by_side(&mine, |unit| {
+        let job = &jobs[unit.0];
+        let rows = match unit.1 {
+            None => units.get_or_run(&key(unit), || fit_split(&settings, &grid, job, &bar))?,
+            Some(i) => listed_units[i].get_or_run(&key(unit), || {
+                let rows = listed::run(&settings, job, &listed[i]);
+                bar.inc(1);
+                rows.with_context(|| {
+                    format!("{} split {}: {}", job.set, job.split, listed[i].label)
+                })
+            })?,
+        };
         bar.set_message(format!("{} split {} done", job.set, job.split));
         Ok(rows)
     })?;
     bar.finish_and_clear();
-    if let Some(shard) = units.shard_outcome(jobs.iter().map(key).collect(), all_units) {
+    if let Some(shard) = units.shard_outcome(mine.iter().map(key).collect(), all_units) {
         return Ok(shard);
     }
     let rows: Vec<Row> = per_split.into_iter().flatten().collect();
 
     Ok(Outcome::new(
         "vadam-uci: BNN regression on UCI (Khan et al. 2018, §6.2)",
-        &settings,
+        &crate::listed::with_listed(&settings, &listed),
         &rows,
     )?
-    .body(body(&rows, &settings, ctx.profile))
+    .body(format!(
+        "{}{}",
+        body(&rows, &settings, ctx.profile, &listed),
+        crate::listed::section(
+            "vadam-uci",
+            "a MAP of the paper's network on each split (Adam, λ = 1, σ learned)",
+            &listed
+        )
+    ))
     .claims(claims(&rows))
     .figure(
         "vadam-uci-convergence.svg",
@@ -745,7 +790,7 @@ fn fit_split(
                 method: which.name().into(),
                 tau: grid[c].0,
                 lambda: grid[c].1,
-                selection_log_lik: selection_ll,
+                selection_log_lik: Some(selection_ll),
                 test_rmse: s.rmse,
                 test_log_lik: s.log_lik,
                 test_log_lik_joint: s.log_lik_joint,
@@ -1077,9 +1122,9 @@ fn show_paired(t: Option<PairedTTest>, digits: usize) -> (String, String) {
 
 /// The Markdown body: the setting, the results by data set and method, and the numbers the
 /// claims are decided on.
-fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
+fn body(rows: &[Row], settings: &Settings, profile: Profile, listed: &[Listed]) -> String {
     let comparisons = compare(rows);
-    let t = results_table(rows, &comparisons);
+    let t = results_table(rows, &comparisons, listed);
     let (same, dropout) = comparison_tables(&comparisons);
     let mut out = protocol(rows, settings, profile, &t);
     let _ = write!(
@@ -1098,8 +1143,9 @@ fn body(rows: &[Row], settings: &Settings, profile: Profile) -> String {
     out
 }
 
-/// The table of every method on every data set beside the paper's numbers.
-fn results_table(rows: &[Row], comparisons: &[SetComparison<'_>]) -> Table {
+/// The table of every method on every data set beside the paper's numbers, the listed methods
+/// after the experiment's own.
+fn results_table(rows: &[Row], comparisons: &[SetComparison<'_>], listed: &[Listed]) -> Table {
     let mut t = Table::new([
         "dataset",
         "splits",
@@ -1148,6 +1194,27 @@ fn results_table(rows: &[Row], comparisons: &[SetComparison<'_>]) -> Table {
                 paper_rmse,
                 format!("{:.2}", stat(&here, |r| r.test_log_lik)),
                 paper_ll,
+                format!("{:.2}", stat(&here, |r| r.test_log_lik_joint)),
+                median_of(&here, |r| r.tau),
+                median_of(&here, |r| r.lambda),
+            ]);
+        }
+        for l in listed {
+            let here: Vec<&Row> = rows
+                .iter()
+                .filter(|r| r.dataset == set && r.method == l.label)
+                .collect();
+            if here.is_empty() {
+                continue;
+            }
+            t.row([
+                set.to_owned(),
+                here.len().to_string(),
+                l.label.clone(),
+                format!("{:.digits$}", stat(&here, |r| r.test_rmse)),
+                "—".into(),
+                format!("{:.2}", stat(&here, |r| r.test_log_lik)),
+                "—".into(),
                 format!("{:.2}", stat(&here, |r| r.test_log_lik_joint)),
                 median_of(&here, |r| r.tau),
                 median_of(&here, |r| r.lambda),
@@ -1593,7 +1660,7 @@ mod tests {
             method: which.name().into(),
             tau: 1.0,
             lambda: 1.0,
-            selection_log_lik: -1.0,
+            selection_log_lik: Some(-1.0),
             test_rmse: rmse,
             test_log_lik: ll,
             test_log_lik_joint: ll,

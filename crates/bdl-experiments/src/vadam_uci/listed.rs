@@ -1,0 +1,103 @@
+//! vadam-uci's listed methods (`crate::listed`): each fitted by `bdl_methods::fit` from a MAP
+//! of the experiment's network on the split, and scored like the experiment's own methods.
+//!
+//! The MAP they start from: the paper's MLP (one hidden layer of 50 ReLU units, f32) trained
+//! by Adam with the experiment's step size and betas for its epochs and batch size, prior
+//! precision λ = 1 and the noise σ learned with the weights (the listed methods choose no
+//! (τ, λ) on the folds: a sampler's prior is its own spec's).
+
+use anyhow::{Context as _, Result};
+use bdl_data::StandardizedSplit;
+use bdl_inference::{MapConfig, Optimizer, Posterior as _, PredictOptions, Validate, train_map};
+use bdl_models::{Activation, Mlp, MlpSpec, Network};
+
+use super::{BETAS, DTYPE, HIDDEN, Job, LEARNING_RATE, Row, Settings, batching, score};
+use crate::Profile;
+use crate::listed::Listed;
+
+/// The MAP's prior precision λ.
+const MAP_PRIOR_PRECISION: f64 = 1.0;
+
+/// The default listed methods (a run's `methods.json` replaces them): HMC from the MAP, the
+/// reference sampler of the small UCI networks (full-batch potential at the MAP's σ and
+/// λ = 1, ε adapted to an acceptance of 0.8 over the first half, up to 20 leapfrog steps an
+/// iteration), as in laplace-uci.
+pub(super) fn default_listed(profile: Profile) -> Result<Vec<bdl_methods::MethodSpec>> {
+    let (iterations, keep_every) = match profile {
+        Profile::Smoke => (20, 1),
+        Profile::Quick => (200, 2),
+        Profile::Paper => (1000, 5),
+    };
+    Ok(serde_json::from_value(serde_json::json!([
+        {"method": "hmc", "config": {"step_size": 1e-3, "leapfrog_steps": 20,
+            "iterations": iterations, "burn_in": iterations / 2, "keep_every": keep_every,
+            "prior_precision": MAP_PRIOR_PRECISION, "target_acceptance": 0.8, "seed": 1}}
+    ]))?)
+}
+
+/// Listed method `listed` on the split of `job`: the MAP, then `bdl_methods::fit` from it on
+/// the whole training split, scored on the test split in the original units.
+pub(super) fn run(settings: &Settings, job: &Job, listed: &Listed) -> Result<Vec<Row>> {
+    let p = StandardizedSplit::new(&job.train, &job.test)?.to_dtype(DTYPE)?;
+    let scale = p.y_scale.std()[0];
+    let (batch_size, _) = batching(job.set);
+    let network = Network::from(Mlp::new(MlpSpec::new(
+        &[p.x_train.dims()[1], HIDDEN, 1],
+        Activation::Relu,
+    ))?);
+    let seed = job.seed.fork("listed");
+    let theta0 = network.init(seed.fork("init"), DTYPE, p.x_train.device())?;
+    let config = MapConfig {
+        optimizer: Optimizer::adam(BETAS.0, BETAS.1),
+        learning_rate: LEARNING_RATE,
+        prior_precision: MAP_PRIOR_PRECISION,
+        epochs: settings.epochs,
+        batch_size,
+        learn_sigma: true,
+        validation_fraction: 0.0,
+        patience: None,
+        seed: seed.fork("map"),
+    }
+    .check()?;
+    let likelihood = bdl_likelihoods::Likelihood::Gaussian { sigma: 1.0 };
+    let map = train_map(
+        &network, &theta0, likelihood, &p.x_train, &p.y_train, &config,
+    )
+    .context("the MAP the listed methods start from")?
+    .estimate;
+    let problem = bdl_methods::Problem::new(
+        &network,
+        map.theta(),
+        map.likelihood(),
+        &p.x_train,
+        &p.y_train,
+    );
+    let fitted = bdl_methods::fit(&listed.spec, &problem)?;
+    let options = PredictOptions {
+        samples: settings.test_samples,
+        seed: seed.fork("predictive"),
+        ..PredictOptions::default()
+    };
+    let pred = fitted.posterior.predictive(&p.x_test, &options)?;
+    let s = score(&pred, &p.y_test, scale)?;
+    let sigma = match map.likelihood() {
+        bdl_likelihoods::Likelihood::Gaussian { sigma } => sigma,
+        _ => unreachable!("a regression MAP"),
+    };
+    Ok(vec![Row {
+        dataset: job.set.name().into(),
+        split: job.split,
+        method: listed.label.clone(),
+        tau: sigma.powi(-2),
+        lambda: fitted
+            .diagnostics
+            .prior_precision
+            .unwrap_or(MAP_PRIOR_PRECISION),
+        selection_log_lik: None,
+        test_rmse: s.rmse,
+        test_log_lik: s.log_lik,
+        test_log_lik_joint: s.log_lik_joint,
+        test_rmse_by_epoch: Vec::new(),
+        fallbacks: 0,
+    }])
+}
