@@ -133,6 +133,14 @@ fn scope_segments(layout: &ParamLayout, scope: KronScope) -> Vec<usize> {
         .collect()
 }
 
+/// One weight segment's sums over the rows: G = Σ δδᵀ, A = Σ aaᵀ, and P, the rows per example.
+#[derive(Clone)]
+struct FactorSums {
+    g: Mat<f64>,
+    a: Mat<f64>,
+    positions: usize,
+}
+
 /// The KFAC GGN over the segments of `scope`: per layer G = Σ_{n,c} δ_{n,c} δ_{n,c}ᵀ and
 /// A = Σ_n a_n a_nᵀ over the rows of `x` in minibatches of `batch_size` (in f64; a
 /// convolution's sums also over its P positions), each weight's block `[G, A/(N·P)]` and each
@@ -148,8 +156,7 @@ pub fn kron_ggn(
     let layout = model.layout();
     let segments = scope_segments(layout, scope);
     let n = bdl_inference::n_rows(x, "x")?;
-    // Per weight segment in scope: (G, A, P).
-    let mut sums: Vec<Option<(Mat<f64>, Mat<f64>, usize)>> = vec![None; layout.segments().len()];
+    let mut sums: Vec<Option<FactorSums>> = vec![None; layout.segments().len()];
     for start in (0..n).step_by(batch_size.max(1)) {
         let xb = x.narrow(0, start, batch_size.max(1).min(n - start))?;
         let cache = model.forward_cached(theta, &xb)?;
@@ -174,12 +181,15 @@ pub fn kron_ggn(
                 }
                 let delta = bdl_tensor::to_mat(&layer.delta)?;
                 let (o, j) = (delta.ncols(), layer.input.dims()[1]);
-                let (g, a, _) = sums[w]
-                    .get_or_insert_with(|| (Mat::zeros(o, o), Mat::zeros(j, j), layer.positions));
-                *g += delta.transpose() * &delta;
+                let sum = sums[w].get_or_insert_with(|| FactorSums {
+                    g: Mat::zeros(o, o),
+                    a: Mat::zeros(j, j),
+                    positions: layer.positions,
+                });
+                sum.g += delta.transpose() * &delta;
                 if c == 0 {
                     let input = bdl_tensor::to_mat(&layer.input)?;
-                    *a += input.transpose() * &input;
+                    sum.a += input.transpose() * &input;
                 }
             }
         }
@@ -189,7 +199,7 @@ pub fn kron_ggn(
         if !segments.contains(&layer.weight) {
             continue;
         }
-        let (g, a, positions) =
+        let FactorSums { g, a, positions } =
             sums[layer.weight]
                 .take()
                 .ok_or_else(|| Error::KronUnsupported {
