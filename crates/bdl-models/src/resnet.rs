@@ -398,7 +398,7 @@ impl<'a> Weights<'a> {
     }
 }
 
-/// 𝟙[h > 0] in h's dtype: ReLU's derivative read from its output.
+/// 𝟙\[h > 0\] in h's dtype: ReLU's derivative read from its output.
 fn relu_mask(h: &Tensor) -> Result<Tensor> {
     Ok(h.gt(0.0)?.to_dtype(h.dtype())?)
 }
