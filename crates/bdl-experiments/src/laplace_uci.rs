@@ -153,7 +153,10 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .flat_map(|part| splits.iter().map(move |&(b, kind, k)| (b, kind, k, part)))
         .collect();
     // Each listed method's units have settings of their own (its spec), after the others.
-    let listed = crate::listed::methods(ctx, default_listed(ctx.profile)?)?;
+    let listed = crate::listed::methods(
+        ctx,
+        crate::listed::hmc_reference(ctx.profile, MAP_PRIOR_PRECISION)?,
+    )?;
     let units = Units::new(ctx, &settings)?;
     let listed_units: Vec<Units> = listed
         .iter()
@@ -512,23 +515,6 @@ fn run_controls(
         }
     }
     Ok(rows)
-}
-
-/// The default listed methods (`crate::listed`; `methods.json` in the run's folder replaces
-/// them): HMC on the smallest model from its MAP, the reference sampler of the small UCI
-/// networks (full-batch potential at the MAP's σ and its training prior λ = 1, ε adapted to an
-/// acceptance of 0.8 over the first half, up to 20 leapfrog steps an iteration).
-fn default_listed(profile: Profile) -> Result<Vec<bdl_methods::MethodSpec>> {
-    let (iterations, keep_every) = match profile {
-        Profile::Smoke => (20, 1),
-        Profile::Quick => (200, 2),
-        Profile::Paper => (1000, 5),
-    };
-    Ok(serde_json::from_value(serde_json::json!([
-        {"method": "hmc", "config": {"step_size": 1e-3, "leapfrog_steps": 20,
-            "iterations": iterations, "burn_in": iterations / 2, "keep_every": keep_every,
-            "prior_precision": MAP_PRIOR_PRECISION, "target_acceptance": 0.8, "seed": 1}}
-    ]))?)
 }
 
 /// Listed method `listed` on a split: `bdl_methods::fit` from the smallest model's MAP (its

@@ -11,7 +11,7 @@ use anyhow::{Context as _, Result};
 use bdl_methods::MethodSpec;
 use serde::Serialize;
 
-use crate::Context;
+use crate::{Context, Profile};
 
 /// The name of a run's list of methods in its folder.
 pub const FILE: &str = "methods.json";
@@ -133,4 +133,22 @@ pub fn labelled(specs: Vec<MethodSpec>) -> Vec<Listed> {
             Listed { label, slug, spec }
         })
         .collect()
+}
+
+/// HMC as the reference sampler of a small network, the default listed method of the UCI
+/// experiments: the full-batch potential at the starting MAP's σ and prior precision
+/// `prior_precision`, ε adapted to an acceptance of 0.8 over the first half, up to 20 leapfrog
+/// steps an iteration; 20 iterations (smoke), 200 keeping every second (quick), 1,000 keeping
+/// every fifth (paper).
+pub fn hmc_reference(profile: Profile, prior_precision: f64) -> Result<Vec<MethodSpec>> {
+    let (iterations, keep_every) = match profile {
+        Profile::Smoke => (20, 1),
+        Profile::Quick => (200, 2),
+        Profile::Paper => (1000, 5),
+    };
+    Ok(serde_json::from_value(serde_json::json!([
+        {"method": "hmc", "config": {"step_size": 1e-3, "leapfrog_steps": 20,
+            "iterations": iterations, "burn_in": iterations / 2, "keep_every": keep_every,
+            "prior_precision": prior_precision, "target_acceptance": 0.8, "seed": 1}}
+    ]))?)
 }

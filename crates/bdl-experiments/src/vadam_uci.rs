@@ -594,7 +594,10 @@ fn run(ctx: &Context) -> Result<Outcome> {
     // Units: one split with every method's selection and final fit, saved as it finishes (the
     // paper profile resumes; shards split the splits); then each listed method's units, with
     // settings of their own (its spec).
-    let listed = crate::listed::methods(ctx, listed::default_listed(ctx.profile)?)?;
+    let listed = crate::listed::methods(
+        ctx,
+        crate::listed::hmc_reference(ctx.profile, listed::MAP_PRIOR_PRECISION)?,
+    )?;
     let units = Units::new(ctx, &settings)?;
     let listed_units: Vec<Units> = listed
         .iter()

@@ -4,7 +4,8 @@
 //! The MAP they start from: the paper's MLP (one hidden layer of 50 ReLU units, f32) trained
 //! by Adam with the experiment's step size and betas for its epochs and batch size, prior
 //! precision λ = 1 and the noise σ learned with the weights (the listed methods choose no
-//! (τ, λ) on the folds: a sampler's prior is its own spec's).
+//! (τ, λ) on the folds: a sampler's prior is its own spec's). By default the list is HMC
+//! ([`crate::listed::hmc_reference`] at λ = 1).
 
 use anyhow::{Context as _, Result};
 use bdl_data::StandardizedSplit;
@@ -12,28 +13,10 @@ use bdl_inference::{MapConfig, Optimizer, Posterior as _, PredictOptions, Valida
 use bdl_models::{Activation, Mlp, MlpSpec, Network};
 
 use super::{BETAS, DTYPE, HIDDEN, Job, LEARNING_RATE, Row, Settings, batching, score};
-use crate::Profile;
 use crate::listed::Listed;
 
 /// The MAP's prior precision λ.
-const MAP_PRIOR_PRECISION: f64 = 1.0;
-
-/// The default listed methods (a run's `methods.json` replaces them): HMC from the MAP, the
-/// reference sampler of the small UCI networks (full-batch potential at the MAP's σ and
-/// λ = 1, ε adapted to an acceptance of 0.8 over the first half, up to 20 leapfrog steps an
-/// iteration), as in laplace-uci.
-pub(super) fn default_listed(profile: Profile) -> Result<Vec<bdl_methods::MethodSpec>> {
-    let (iterations, keep_every) = match profile {
-        Profile::Smoke => (20, 1),
-        Profile::Quick => (200, 2),
-        Profile::Paper => (1000, 5),
-    };
-    Ok(serde_json::from_value(serde_json::json!([
-        {"method": "hmc", "config": {"step_size": 1e-3, "leapfrog_steps": 20,
-            "iterations": iterations, "burn_in": iterations / 2, "keep_every": keep_every,
-            "prior_precision": MAP_PRIOR_PRECISION, "target_acceptance": 0.8, "seed": 1}}
-    ]))?)
-}
+pub(super) const MAP_PRIOR_PRECISION: f64 = 1.0;
 
 /// Listed method `listed` on the split of `job`: the MAP, then `bdl_methods::fit` from it on
 /// the whole training split, scored on the test split in the original units.
