@@ -9,7 +9,9 @@
 //! (metrics, recalibration, plots) and [`tensor`]. [`prelude`] holds what most programs use.
 //!
 //! Cargo features: one per method family (`laplace`, `variational`, `mcmc`, `baselines`) and
-//! `methods`, which needs all four; all are on by default. Every random number comes from a
+//! `methods`, which needs all four; all are on by default. `cuda` (off by default) builds
+//! candle's CUDA backend into every crate (it needs the CUDA toolkit; bdl's own kernels stay on
+//! the host, see the README's "GPU" section). Every random number comes from a
 //! seeded ChaCha stream: the same seed gives the same result on every run and thread count.
 //!
 //! Data in, a posterior out, its predictive, saved and loaded back:
