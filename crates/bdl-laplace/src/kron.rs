@@ -563,7 +563,7 @@ impl Posterior for KronLaplace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bdl_models::{Activation, Mlp, MlpSpec, Network, ResNet, ResNetSpec};
+    use bdl_models::{Activation, Mlp, MlpSpec, Network, ResNet, ResNetSpec, Stem};
     use faer::linalg::solvers::DenseSolveCore as _;
 
     fn problem() -> (MapEstimate, Tensor) {
@@ -691,6 +691,7 @@ mod tests {
             widths: vec![2],
             blocks: vec![1],
             classes: 2,
+            stem: Stem::Cifar,
             statistics: None,
         };
         let resnet = Network::from(ResNet::new(spec).unwrap());

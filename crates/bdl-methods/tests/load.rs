@@ -4,7 +4,7 @@
 use bdl_inference::{MapConfig, PredictOptions};
 use bdl_likelihoods::Likelihood;
 use bdl_methods::{MethodSpec, Problem, fit, load};
-use bdl_models::{Activation, Mlp, MlpSpec, Network, ResNet, ResNetSpec};
+use bdl_models::{Activation, Mlp, MlpSpec, Network, ResNet, ResNetSpec, Stem};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 
@@ -116,6 +116,7 @@ fn a_resnet_fits_and_comes_back_by_every_method_for_any_network() {
             widths: vec![3, 4],
             blocks: vec![1, 1],
             classes: 3,
+            stem: Stem::Cifar,
             statistics: None,
         })
         .unwrap(),

@@ -20,6 +20,9 @@ pub struct Cache {
     pub post: Vec<Tensor>,
     /// The scaled dropout mask m_l / (1 − p) applied to h_l, when dropout was on.
     pub masks: Vec<Option<Tensor>>,
+    /// Integer tensors the backward pass needs besides (a max pool's argmax sources, u32),
+    /// example-major like the rest; empty for most models.
+    pub indices: Vec<Tensor>,
     /// The network output f, shape `[N, K]`.
     pub output: Tensor,
     /// The number of examples N.
@@ -72,6 +75,7 @@ impl Cache {
                 .iter()
                 .map(|m| m.as_ref().map(repeat).transpose())
                 .collect::<Result<_>>()?,
+            indices: all(&self.indices)?,
             output: repeat(&self.output)?,
             n_examples: n * k,
         })

@@ -459,6 +459,7 @@ impl Model for Cnn {
             pre,
             post,
             masks,
+            indices: Vec::new(),
             output: out,
             n_examples: n,
         })

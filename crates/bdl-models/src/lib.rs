@@ -36,4 +36,4 @@ pub use factors::{Affine, LayerFactors};
 pub use mlp::{DenseLayer, Mlp, MlpSpec};
 pub use model::{LossGradient, Model};
 pub use network::{Network, NetworkSpec};
-pub use resnet::{BatchStatistics, EPSILON, ResNet, ResNetSpec};
+pub use resnet::{BatchStatistics, EPSILON, ResNet, ResNetSpec, Stem};

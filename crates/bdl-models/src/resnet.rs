@@ -23,6 +23,7 @@
 
 mod build;
 mod norm;
+mod pool;
 
 use std::path::Path;
 
@@ -34,9 +35,23 @@ use crate::cnn::im2col::Unfold;
 use crate::cnn::step::FeatureMaps;
 use crate::{Affine, Cache, Error, LayerFactors, Model, Result};
 use norm::Normalisation;
+use pool::MaxPool;
+
+/// The first layers of a ResNet, before its stages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Stem {
+    /// For 32 × 32 images (CIFAR): a 3 × 3 convolution at stride 1, no pooling
+    /// (torchvision's `resnet18` with `conv1` replaced and `maxpool` the identity).
+    #[default]
+    Cifar,
+    /// torchvision's own: a 7 × 7 convolution at stride 2, then 3 × 3 max pooling at stride 2
+    /// (ImageNet-sized inputs).
+    Imagenet,
+}
 pub use norm::{BatchStatistics, EPSILON};
 
-/// The architecture of a [`ResNet`] (CIFAR variant: a 3 × 3 stem at stride 1, no max pooling).
+/// The architecture of a [`ResNet`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ResNetSpec {
     /// The shape of one input, `[C, H, W]`.
@@ -49,6 +64,9 @@ pub struct ResNetSpec {
     pub blocks: Vec<usize>,
     /// K, the number of classes.
     pub classes: usize,
+    /// The stem (absent: [`Stem::Cifar`]).
+    #[serde(default)]
+    pub stem: Stem,
     /// The fixed statistics of every batch normalisation in layout order (the stem's, then each
     /// block's `bn1`, `bn2` and shortcut's); absent: μ = 0, v = 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -64,7 +82,19 @@ impl ResNetSpec {
             widths: vec![64, 128, 256, 512],
             blocks: vec![2, 2, 2, 2],
             classes,
+            stem: Stem::Cifar,
             statistics: None,
+        }
+    }
+
+    /// torchvision's `resnet18(num_classes=classes)` as it is, for 224 × 224 colour images (the
+    /// ImageNet stem): 11,181,642 parameters for ten classes. Any input of at least 32 × 32
+    /// works; set `input`.
+    pub fn resnet18_imagenet(classes: usize) -> Self {
+        Self {
+            input: [3, 224, 224],
+            stem: Stem::Imagenet,
+            ..Self::resnet18(classes)
         }
     }
 
@@ -137,9 +167,9 @@ struct Block {
 /// only; the running statistics are part of the architecture, see [`ResNetSpec::statistics`]).
 ///
 /// Inputs are `[N, C, H, W]` or rows `[N, C·H·W]` in (c, y, x) order. The [`Cache`] keeps every
-/// layer's input as [`LayerFactors`] reads it (`inputs`, in layer order) and the output of every
-/// ReLU in forward order (`post`: the stem's, then each block's two); it keeps no
-/// pre-activations.
+/// layer's input as [`LayerFactors`] reads it (`inputs`, in layer order), the output of every
+/// ReLU in forward order (`post`: the stem's, then each block's two) and, for the ImageNet
+/// stem, the max pool's argmax sources (`indices`); it keeps no pre-activations.
 ///
 /// ```
 /// use bdl_models::{Model, ResNet, ResNetSpec};
@@ -147,7 +177,7 @@ struct Block {
 /// use candle_core::{DType, Device, Tensor};
 /// # fn main() -> Result<(), bdl_models::Error> {
 /// // Two stages of one block each on 8 × 8 images.
-/// let spec = ResNetSpec { input: [3, 8, 8], widths: vec![4, 8], blocks: vec![1, 1], classes: 3, statistics: None };
+/// let spec = ResNetSpec { input: [3, 8, 8], widths: vec![4, 8], blocks: vec![1, 1], classes: 3, ..ResNetSpec::resnet18(3) };
 /// let net = ResNet::new(spec)?;
 /// assert_eq!(net.layout().segments()[0].name, "conv1.weight");
 /// assert!(net.layout().segment("layer2.0.downsample.0.weight").is_some());
@@ -165,6 +195,8 @@ pub struct ResNet {
     layout: ParamLayout,
     layers: Vec<Layer>,
     stem: (usize, usize),
+    /// The ImageNet stem's max pooling.
+    pool: Option<MaxPool>,
     blocks: Vec<Block>,
     fc: usize,
     last: FeatureMaps,
@@ -183,6 +215,7 @@ impl ResNet {
             layout: built.layout,
             layers: built.layers,
             stem: built.stem,
+            pool: built.pool,
             blocks: built.blocks,
             fc: built.fc,
             last: built.last,
@@ -436,6 +469,12 @@ impl Model for ResNet {
 
         relus.push(w.conv_norm(self.stem, &u, &mut inputs)?.relu()?);
         u = rows(&relus[0])?;
+        let mut indices = Vec::new();
+        if let Some(pool) = &self.pool {
+            let (pooled, sources) = pool.apply(&u)?;
+            u = pooled;
+            indices.push(sources);
+        }
         for block in &self.blocks {
             let h1 = w
                 .conv_norm((block.conv1, block.bn1), &u, &mut inputs)?
@@ -465,6 +504,7 @@ impl Model for ResNet {
             pre: Vec::new(),
             post: relus,
             masks: vec![None; self.layers.len()],
+            indices,
             output,
             n_examples: n,
         })
@@ -510,6 +550,9 @@ impl Model for ResNet {
                 None => grad_y.reshape((n, ()))?,
             };
             grad = (main + shortcut)?;
+        }
+        if let Some(pool) = &self.pool {
+            grad = pool.adjoint(&grad.reshape((n, ()))?, &cache.indices[0])?;
         }
         // The stem's input gradient (∂ℓ/∂x) is computed and dropped.
         w.conv_norm_adjoint(self.stem, &through_relu(grad)?, &mut deltas)?;

@@ -5,7 +5,7 @@
 
 mod common;
 
-use bdl_models::{BatchStatistics, Error, Model, ResNet, ResNetSpec};
+use bdl_models::{BatchStatistics, Error, Model, ResNet, ResNetSpec, Stem};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use common::{
@@ -36,22 +36,25 @@ fn random_statistics(spec: &ResNetSpec, seed: Seed) -> Vec<BatchStatistics> {
         .collect()
 }
 
-/// Random small ResNets on 1–2 channels of 5×5 to 8×8: one or two stages of widths 2–4 with one
-/// or two blocks each (a shortcut convolution wherever the width changes or the stride is 2),
-/// 1–4 classes, random statistics.
+/// Random small ResNets on 1–2 channels of 5×5 to 8×8: either stem (the ImageNet one's 7 × 7
+/// convolution at stride 2 and max pooling), one or two stages of widths 2–4 with one or two
+/// blocks each (a shortcut convolution wherever the width changes or the stride is 2), 1–4
+/// classes, random statistics.
 fn small_resnet() -> impl Strategy<Value = ResNet> {
     (
         (1usize..=2, 5usize..=8, 5usize..=8),
         proptest::collection::vec((2usize..=4, 1usize..=2), 1..=2),
         1usize..=4,
+        prop_oneof![Just(Stem::Cifar), Just(Stem::Imagenet)],
         any::<u64>(),
     )
-        .prop_map(|((c, h, w), stages, classes, seed)| {
+        .prop_map(|((c, h, w), stages, classes, stem, seed)| {
             let spec = ResNetSpec {
                 input: [c, h, w],
                 widths: stages.iter().map(|s| s.0).collect(),
                 blocks: stages.iter().map(|s| s.1).collect(),
                 classes,
+                stem,
                 statistics: None,
             };
             let statistics = random_statistics(&spec, Seed(seed));
@@ -108,16 +111,23 @@ proptest! {
     }
 }
 
-/// Central differences on every parameter of one fixed network, so that each kind of column
-/// (stem, block and shortcut convolutions, every γ and β, the classifier) is checked, not only
-/// a random dozen.
+/// Central differences on every parameter of one fixed network with either stem, so that each
+/// kind of column (stem, block and shortcut convolutions, every γ and β, the classifier) is
+/// checked, not only a random dozen.
 #[test]
 fn every_column_of_the_jacobian_matches_central_differences() {
+    for stem in [Stem::Cifar, Stem::Imagenet] {
+        every_column_matches(stem);
+    }
+}
+
+fn every_column_matches(stem: Stem) {
     let spec = ResNetSpec {
         input: [2, 6, 5],
         widths: vec![2, 3],
         blocks: vec![1, 1],
         classes: 2,
+        stem,
         statistics: None,
     };
     let statistics = random_statistics(&spec, Seed(3));
@@ -210,6 +220,7 @@ fn state_dict_round_trip_keeps_parameters_and_statistics() {
         widths: vec![2, 4],
         blocks: vec![1, 1],
         classes: 3,
+        stem: Stem::Cifar,
         statistics: None,
     };
     let statistics = random_statistics(&spec, Seed(1));
@@ -286,6 +297,7 @@ fn bad_specs_and_inputs_are_typed_errors() {
         widths: vec![2],
         blocks: vec![1],
         classes: 2,
+        stem: Stem::Cifar,
         statistics: None,
     };
     for spec in [

@@ -1,4 +1,5 @@
-//! ResNet-18 against PyTorch: a torchvision `resnet18` (CIFAR stem) `state_dict`, written as
+//! ResNet-18 against PyTorch: a torchvision `resnet18` `state_dict` (with the CIFAR stem, and
+//! as torchvision builds it, with the ImageNet stem), written as
 //! safetensors under torchvision's names with every running statistic and counter, loads and
 //! reproduces the logits and parameter gradients PyTorch recorded in
 //! `fixtures/resnet/resnet18_cifar.json` (see its README: the tensors are counter-based
@@ -107,31 +108,49 @@ fn torchvision_resnet18_state_dict_reproduces_pytorchs_logits_and_gradients() {
     .unwrap();
     let dir = std::env::temp_dir().join(format!("bdl-resnet-torch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("resnet18.safetensors");
-    let spec = ResNetSpec::resnet18(10);
+    check(
+        &fixture,
+        ResNetSpec::resnet18(10),
+        ("input", "output-gradient"),
+        &dir,
+    );
+    // torchvision's own stem (7 × 7 at stride 2, max pooling) on 64 × 64 images.
+    let imagenet = ResNetSpec {
+        input: [3, 64, 64],
+        ..ResNetSpec::resnet18_imagenet(10)
+    };
+    let names = ("input-imagenet", "output-gradient-imagenet");
+    check(&fixture["imagenet"], imagenet, names, &dir);
+    std::fs::remove_dir_all(dir).unwrap();
+}
+
+/// One case of the fixture: `spec`'s state_dict written and loaded, the batch named `x_name`
+/// through it, and ∂(Σ r∘f)/∂θ for the matrix named `r_name`, against PyTorch's.
+fn check(case: &Value, spec: ResNetSpec, (x_name, r_name): (&str, &str), dir: &std::path::Path) {
+    let path = dir.join(format!("{x_name}.safetensors"));
     candle_core::safetensors::save(&state_dict(&ResNet::new(spec.clone()).unwrap()), &path)
         .unwrap();
     let (net, theta) = ResNet::load_state_dict(spec, &path, &Device::Cpu).unwrap();
     assert_eq!(
         net.layout().len() as u64,
-        fixture["n_params"].as_u64().unwrap()
+        case["n_params"].as_u64().unwrap()
     );
     assert_eq!(theta.dtype(), DType::F64);
 
-    let x = Tensor::from_vec(
-        uniform("input", 4 * 3 * 32 * 32),
-        (4, 3, 32, 32),
-        &Device::Cpu,
-    )
-    .unwrap();
-    let expected = matrix(&fixture["logits"]);
+    let shape: Vec<usize> = serde_json::from_value(case["input"].clone()).unwrap();
+    let numel = shape.iter().product();
+    let x = Tensor::from_vec(uniform(x_name, numel), shape.as_slice(), &Device::Cpu).unwrap();
+    let expected = matrix(&case["logits"]);
     let scale = expected.iter().fold(0.0f64, |m, v| m.max(v.abs()));
     // Both sides in float64, summing in different orders through 20 layers: agreement to ~1e-13
     // of the logits' scale; 1e-10 catches any wrong layer, statistic or name.
     let cache = net.forward_cached(&theta, &x).unwrap();
     let f = bdl_tensor::to_f64_vec(&cache.output).unwrap();
     for (i, (a, b)) in f.iter().zip(&expected).enumerate() {
-        assert!((a - b).abs() <= 1e-10 * scale, "logit {i}: {a} vs {b}");
+        assert!(
+            (a - b).abs() <= 1e-10 * scale,
+            "{x_name}: logit {i}: {a} vs {b}"
+        );
     }
     // In float32 the forward pass carries f32 rounding through the network: within 1e-5.
     let f32_logits = net
@@ -146,13 +165,14 @@ fn torchvision_resnet18_state_dict_reproduces_pytorchs_logits_and_gradients() {
         .zip(&expected)
         .enumerate()
     {
-        assert!((a - b).abs() <= 1e-5, "f32 logit {i}: {a} vs {b}");
+        assert!((a - b).abs() <= 1e-5, "{x_name}: f32 logit {i}: {a} vs {b}");
     }
 
-    // ∂(Σ r∘f)/∂θ against PyTorch's autograd, on the first 64 entries of six tensors.
-    let r = Tensor::from_vec(uniform("output-gradient", 40), (4, 10), &Device::Cpu).unwrap();
+    // ∂(Σ r∘f)/∂θ against PyTorch's autograd, on the first 64 entries of seven tensors.
+    let n = shape[0];
+    let r = Tensor::from_vec(uniform(r_name, n * 10), (n, 10), &Device::Cpu).unwrap();
     let grad = bdl_tensor::to_f64_vec(&net.backward(&theta, &cache, &r).unwrap()).unwrap();
-    for (name, head) in fixture["gradient_head"].as_object().unwrap() {
+    for (name, head) in case["gradient_head"].as_object().unwrap() {
         let segment = net.layout().segment(name).unwrap();
         let head: Vec<f64> = head
             .as_array()
@@ -165,9 +185,8 @@ fn torchvision_resnet18_state_dict_reproduces_pytorchs_logits_and_gradients() {
             let got = grad[segment.offset + i];
             assert!(
                 (got - want).abs() <= 1e-9 * scale,
-                "∂/∂{name}[{i}]: {got} vs {want}"
+                "{x_name}: ∂/∂{name}[{i}]: {got} vs {want}"
             );
         }
     }
-    std::fs::remove_dir_all(dir).unwrap();
 }

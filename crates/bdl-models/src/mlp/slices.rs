@@ -162,6 +162,7 @@ impl Mlp {
             pre,
             post,
             masks,
+            indices: Vec::new(),
             output,
             n_examples: n,
         })

@@ -41,6 +41,7 @@ impl Mlp {
             pre,
             post,
             masks,
+            indices: Vec::new(),
             output: a,
             n_examples: n,
         })

@@ -2,7 +2,8 @@
 
 use bdl_tensor::ParamLayout;
 
-use super::{BatchStatistics, Block, Layer, Op, ResNetSpec};
+use super::pool::MaxPool;
+use super::{BatchStatistics, Block, Layer, Op, ResNetSpec, Stem};
 use crate::cnn::im2col::Unfold;
 use crate::cnn::step::{FeatureMaps, Order};
 use crate::{Error, Result};
@@ -13,6 +14,8 @@ pub(super) struct Built {
     pub(super) layers: Vec<Layer>,
     /// The stem's convolution and normalisation.
     pub(super) stem: (usize, usize),
+    /// The ImageNet stem's max pooling.
+    pub(super) pool: Option<MaxPool>,
     pub(super) blocks: Vec<Block>,
     /// The classifier's layer.
     pub(super) fc: usize,
@@ -23,7 +26,8 @@ pub(super) struct Built {
     pub(super) norm_names: Vec<String>,
 }
 
-/// Lays out the network of `spec`: the stem `conv1`/`bn1`, then `layer{i}.{b}` blocks
+/// Lays out the network of `spec`: the stem `conv1`/`bn1` (and the ImageNet stem's pooling),
+/// then `layer{i}.{b}` blocks
 /// (`conv1`, `bn1`, `conv2`, `bn2`, and `downsample.0`/`downsample.1` where the shape
 /// changes), then `fc`, as torchvision's `resnet18` names them.
 pub(super) fn build(spec: &ResNetSpec) -> Result<Built> {
@@ -39,8 +43,20 @@ pub(super) fn build(spec: &ResNetSpec) -> Result<Built> {
         width,
         order: Order::ChannelsFirst,
     };
-    let (conv, mut maps) = b.conv("conv1", input, spec.widths[0], 3, 1)?;
+    let (kernel, stride) = match spec.stem {
+        Stem::Cifar => (3, 1),
+        Stem::Imagenet => (7, 2),
+    };
+    let (conv, mut maps) = b.conv("conv1", input, spec.widths[0], kernel, stride)?;
     let stem = (conv, b.norm("bn1", maps));
+    let pool = match spec.stem {
+        Stem::Cifar => None,
+        Stem::Imagenet => {
+            let pool = MaxPool::new(maps)?;
+            maps = pool.output();
+            Some(pool)
+        }
+    };
     let mut blocks = Vec::new();
     for (stage, (&planes, &count)) in spec.widths.iter().zip(&spec.blocks).enumerate() {
         for i in 0..count {
@@ -78,6 +94,7 @@ pub(super) fn build(spec: &ResNetSpec) -> Result<Built> {
         layout: ParamLayout::new(b.shapes),
         layers: b.layers,
         stem,
+        pool,
         blocks,
         fc,
         last: maps,
