@@ -54,7 +54,11 @@ def test_laplace_torch_fixture(path):
         check(meta, "probit_probs", pred.probs, tensors["probit_probs"])
 
 
-def network(layers):
+def network(meta):
+    """The fixture's network: its bdl spec (the CNN) or its MLP's layers."""
+    if "network" in meta:
+        return bdl.Network(meta["network"])
+    layers = meta["model"]["layers"]
     return bdl.Network({
         "kind": "mlp",
         "widths": [layers[0]["in"]] + [layer["out"] for layer in layers],
@@ -73,7 +77,7 @@ def test_laplace_torch_kron_fixture(path, scope):
     config = {"hessian": "kron", "prior": {"scalar": meta["prior_precision"]}}
     if scope == "last_layer":
         config["subnetwork"] = {"rule": "last-layer", "candidates": "all"}
-    post = bdl.fit({"method": "laplace", "config": config}, network(meta["model"]["layers"]),
+    post = bdl.fit({"method": "laplace", "config": config}, network(meta),
                    tensors["X_train"], tensors["y_train"], likelihood=likelihood,
                    theta=tensors["theta_map"])
     mean, cov = post.f_moments(tensors["X_eval"])
