@@ -62,8 +62,8 @@ pub enum Network {
     Mlp(Mlp),
     /// A convolutional network.
     Cnn(Cnn),
-    /// A residual network.
-    ResNet(ResNet),
+    /// A residual network (boxed: it is several times larger than the others).
+    ResNet(Box<ResNet>),
 }
 
 impl Network {
@@ -72,7 +72,7 @@ impl Network {
         Ok(match spec {
             NetworkSpec::Mlp(spec) => Self::Mlp(Mlp::new(spec)?),
             NetworkSpec::Cnn(spec) => Self::Cnn(Cnn::new(spec)?),
-            NetworkSpec::ResNet(spec) => Self::ResNet(ResNet::new(spec)?),
+            NetworkSpec::ResNet(spec) => Self::ResNet(Box::new(ResNet::new(spec)?)),
         })
     }
 
@@ -114,7 +114,7 @@ impl Network {
     ) -> Result<(Self, Tensor)> {
         if let NetworkSpec::ResNet(spec) = spec {
             let (resnet, theta) = ResNet::load_state_dict(spec, path, device)?;
-            return Ok((Self::ResNet(resnet), theta));
+            return Ok((Self::ResNet(Box::new(resnet)), theta));
         }
         let net = Self::new(spec)?;
         let named = bdl_tensor::load_safetensors(path, device)?;
@@ -145,7 +145,7 @@ impl From<Cnn> for Network {
 
 impl From<ResNet> for Network {
     fn from(resnet: ResNet) -> Self {
-        Self::ResNet(resnet)
+        Self::ResNet(Box::new(resnet))
     }
 }
 
@@ -156,7 +156,7 @@ impl Network {
         match self {
             Self::Mlp(m) => m,
             Self::Cnn(c) => c,
-            Self::ResNet(r) => r,
+            Self::ResNet(r) => r.as_ref(),
         }
     }
 }
