@@ -1,7 +1,7 @@
 //! The ImageNet stem's 3 × 3 max pooling at stride 2 with padding 1, on channel-last maps.
 //!
 //! v_{q,c} = max_{k ∈ window(q)} u_{k,c}, one output per position q and channel c. Given the
-//! argmax sources s(q, c) of a forward pass it is the linear map v = u[s], so the backward
+//! argmax sources s(q, c) of a forward pass it is the linear map v = u\[s\], so the backward
 //! pass scatter-adds each output gradient onto its source: ∂ℓ/∂u_i = Σ_{s(q,c) = i} ∂ℓ/∂v_{q,c}.
 //! The pool follows a ReLU, so its inputs are ≥ 0 and padding with zeros gives PyTorch's
 //! `MaxPool2d(3, 2, 1)` (which pads with −∞): every window holds at least one real input.
