@@ -33,7 +33,7 @@ use bdl_inference::{
     FunctionMoments, MapEstimate, Posterior, PredictOptions, Prediction, Predictor, Valid, Validate,
 };
 use bdl_likelihoods::Likelihood;
-use bdl_models::{Affine, Model};
+use bdl_models::{Affine, LayerFactors, Model};
 use bdl_tensor::{ParamLayout, Seed};
 use candle_core::{DType, Device, Tensor};
 use faer::{Mat, MatMut, MatRef};
@@ -120,17 +120,14 @@ impl KronBlock {
     }
 }
 
-/// The segments of `layout` a scope covers: each weight and its bias.
-fn scope_segments(layout: &ParamLayout, scope: KronScope) -> Vec<usize> {
+/// The layers of `layout` a scope covers.
+fn scope_layers(layout: &ParamLayout, scope: KronScope) -> Vec<bdl_tensor::Layer> {
     let layers = layout.layers();
-    let chosen = match scope {
-        KronScope::All => &layers[..],
-        KronScope::LastLayer => &layers[layers.len().saturating_sub(1)..],
+    let first = match scope {
+        KronScope::All => 0,
+        KronScope::LastLayer => layers.len().saturating_sub(1),
     };
-    chosen
-        .iter()
-        .flat_map(|l| std::iter::once(l.weight).chain(l.bias))
-        .collect()
+    layers[first..].to_vec()
 }
 
 /// One weight segment's sums over the rows: G = Σ δδᵀ, A = Σ aaᵀ, and P, the rows per example.
@@ -154,9 +151,14 @@ pub fn kron_ggn(
     batch_size: usize,
 ) -> Result<Vec<KronBlock>> {
     let layout = model.layout();
-    let segments = scope_segments(layout, scope);
+    let segments: Vec<usize> = scope_layers(layout, scope)
+        .iter()
+        .flat_map(|l| std::iter::once(l.weight).chain(l.bias))
+        .collect();
     let n = bdl_inference::n_rows(x, "x")?;
     let mut sums: Vec<Option<FactorSums>> = vec![None; layout.segments().len()];
+    // A channelwise layer's exact GGN block over (γ, β), by its weight segment.
+    let mut exact: Vec<Option<Mat<f64>>> = vec![None; layout.segments().len()];
     for start in (0..n).step_by(batch_size.max(1)) {
         let xb = x.narrow(0, start, batch_size.max(1).min(n - start))?;
         let cache = model.forward_cached(theta, &xb)?;
@@ -170,14 +172,11 @@ pub fn kron_ggn(
                 if !segments.contains(&w) {
                     continue;
                 }
-                if layer.map != Affine::Dense {
-                    return Err(Error::KronUnsupported {
-                        reason: format!(
-                            "`{}` is a channelwise scale (a BatchNorm); KFAC is built for dense \
-                             and convolutional layers",
-                            layout.segments()[w].name
-                        ),
-                    });
+                if layer.map == Affine::Channelwise {
+                    let rows = channelwise_rows(&layer)?;
+                    let h = exact[w].get_or_insert_with(|| Mat::zeros(rows.ncols(), rows.ncols()));
+                    *h += rows.transpose() * &rows;
+                    continue;
                 }
                 let delta = bdl_tensor::to_mat(&layer.delta)?;
                 let (o, j) = (delta.ncols(), layer.input.dims()[1]);
@@ -195,32 +194,72 @@ pub fn kron_ggn(
         }
     }
     let mut blocks = Vec::with_capacity(segments.len());
-    for layer in layout.layers() {
-        if !segments.contains(&layer.weight) {
-            continue;
-        }
-        let FactorSums { g, a, positions } =
-            sums[layer.weight]
-                .take()
-                .ok_or_else(|| Error::KronUnsupported {
-                    reason: format!(
-                        "the network gave no factors for `{}`",
-                        layout.segments()[layer.weight].name
-                    ),
-                })?;
-        let offset = layout.segments()[layer.weight].offset;
-        blocks.push(KronBlock {
-            offset,
-            factors: vec![g.clone(), a * ((n * positions) as f64).recip()],
-        });
-        if let Some(b) = layer.bias {
-            blocks.push(KronBlock {
-                offset: layout.segments()[b].offset,
-                factors: vec![g],
-            });
-        }
+    for (offset, sizes) in block_shapes(layout, scope)? {
+        let segment = layout
+            .segments()
+            .iter()
+            .position(|s| s.offset == offset)
+            .expect("a block starts at a segment");
+        let missing = || Error::KronUnsupported {
+            reason: format!(
+                "the network gave no factors for `{}`",
+                layout.segments()[segment].name
+            ),
+        };
+        let factors = if let Some(h) = exact[segment].take() {
+            vec![h]
+        } else if sizes.len() == 2 {
+            let FactorSums { g, a, positions } = sums[segment].clone().ok_or_else(missing)?;
+            vec![g, a * ((n * positions) as f64).recip()]
+        } else {
+            // A bias: its layer's G, the weight segment's sums (the segment before it).
+            let weight = segment.checked_sub(1).ok_or_else(missing)?;
+            vec![sums[weight].as_ref().ok_or_else(missing)?.g.clone()]
+        };
+        blocks.push(KronBlock { offset, factors });
     }
     Ok(blocks)
+}
+
+/// The blocks of `scope`'s KFAC in θ's order, as (first flat index, factor sizes): a dense or
+/// convolutional weight [O, J], its bias [O]; a channelwise layer (a 1-D weight γ, its β right
+/// after it) one exact block [2C]. What [`kron_ggn`] builds and a saved posterior holds.
+fn block_shapes(layout: &ParamLayout, scope: KronScope) -> Result<Vec<(usize, Vec<usize>)>> {
+    let segments = layout.segments();
+    let mut shapes = Vec::new();
+    for layer in scope_layers(layout, scope) {
+        let w = &segments[layer.weight];
+        if w.shape.len() == 1 {
+            let bias = layer.bias.map(|b| &segments[b]);
+            let Some(b) = bias.filter(|b| b.offset == w.offset + w.numel()) else {
+                return Err(Error::KronUnsupported {
+                    reason: format!(
+                        "`{}` is a channelwise scale without its shift right after it",
+                        w.name
+                    ),
+                });
+            };
+            shapes.push((w.offset, vec![w.numel() + b.numel()]));
+            continue;
+        }
+        shapes.push((w.offset, vec![w.shape[0], w.numel() / w.shape[0]]));
+        if let Some(b) = layer.bias {
+            shapes.push((segments[b].offset, vec![segments[b].numel()]));
+        }
+    }
+    Ok(shapes)
+}
+
+/// The per-row gradients of a channelwise layer's (γ, β), `[R, 2C]` in f64:
+/// Σ_p δ_{r,p}∘a_{r,p} beside Σ_p δ_{r,p}.
+fn channelwise_rows(layer: &LayerFactors) -> Result<Mat<f64>> {
+    let (rows, positions) = (layer.rows(), layer.positions);
+    let c = layer.delta.dims()[1];
+    let per_row = |t: Tensor| -> Result<Tensor> { Ok(t.reshape((rows, positions, c))?.sum(1)?) };
+    let gamma = per_row((&layer.delta * &layer.input)?)?;
+    let beta = per_row(layer.delta.clone())?;
+    let both = Tensor::cat(&[gamma, beta], 1)?;
+    Ok(bdl_tensor::to_mat(&both)?)
 }
 
 /// A factor's eigendecomposition: eigenvalues (clamped at 0) and eigenvectors as columns.
@@ -537,20 +576,16 @@ impl Posterior for KronLaplace {
         let theta = saved.params("theta")?;
         let layout = saved.predictor.network().layout().clone();
         let mut blocks = Vec::new();
-        for (b, s) in scope_segments(&layout, saved.config.scope)
+        for (b, (offset, sizes)) in block_shapes(&layout, saved.config.scope)?
             .into_iter()
             .enumerate()
         {
-            let segment = &layout.segments()[s];
             let mut factors = Vec::new();
-            for (f, &size) in segment.shape.iter().enumerate() {
+            for (f, &size) in sizes.iter().enumerate() {
                 let t = saved.tensor(&format!("kfac.{b}.{f}"), &[size, size])?;
                 factors.push(bdl_tensor::to_mat(&t)?);
             }
-            blocks.push(KronBlock {
-                offset: segment.offset,
-                factors,
-            });
+            blocks.push(KronBlock { offset, factors });
         }
         let mut map = MapEstimate::of(saved.predictor, theta)?;
         if let Some(seed) = saved.seed {
@@ -685,7 +720,7 @@ mod tests {
     }
 
     #[test]
-    fn a_batch_norm_is_refused_and_a_zero_prior_without_signal_is_not_positive() {
+    fn a_batch_norms_block_is_its_exact_ggn_and_a_zero_prior_without_signal_is_not_positive() {
         let spec = ResNetSpec {
             input: [1, 4, 4],
             widths: vec![2],
@@ -695,13 +730,40 @@ mod tests {
             statistics: None,
         };
         let resnet = Network::from(ResNet::new(spec).unwrap());
-        let theta = resnet.init(Seed(0), DType::F32, &Device::Cpu).unwrap();
+        let theta = resnet.init(Seed(0), DType::F64, &Device::Cpu).unwrap();
         let likelihood = Likelihood::Categorical { classes: 2 };
-        let map = MapEstimate::new(resnet, theta, likelihood).unwrap();
-        let x = Tensor::ones((2, 1, 4, 4), DType::F32, &Device::Cpu).unwrap();
-        let err = KronLaplace::fit(&map, &x, &KronConfig::default().check().unwrap()).unwrap_err();
-        assert!(matches!(err, Error::KronUnsupported { .. }), "{err}");
-        assert!(err.to_string().contains("`bn1.weight`"), "{err}");
+        let x = bdl_tensor::normal(
+            &mut Seed(1).rng(),
+            (5, 1, 4, 4),
+            0.0,
+            1.0,
+            DType::F64,
+            &Device::Cpu,
+        )
+        .unwrap();
+        let blocks = kron_ggn(&resnet, &theta, &likelihood, &x, KronScope::All, 2).unwrap();
+        // (γ, β) of the stem's normalisation: one block of 2C = 4, the exact GGN over them.
+        let gamma = resnet.layout().segment("bn1.weight").unwrap();
+        let block = blocks.iter().find(|b| b.offset == gamma.offset).unwrap();
+        assert_eq!(block.factors.len(), 1);
+        let indices: Vec<usize> = (gamma.offset..gamma.offset + 4).collect();
+        let exact = crate::ggn(&resnet, &theta, &likelihood, &x, &indices, 5).unwrap();
+        let scale = (0..4).map(|i| exact[(i, i)]).fold(0.0f64, f64::max);
+        for i in 0..4 {
+            for j in 0..4 {
+                let (a, b) = (block.factors[0][(i, j)], exact[(i, j)]);
+                assert!((a - b).abs() <= 1e-12 * scale, "({i}, {j}): {a} vs {b}");
+            }
+        }
+        // Every parameter is in one block, and a convolution's factors are O × O and J × J.
+        let total: usize = blocks.iter().map(KronBlock::len).sum();
+        assert_eq!(total, resnet.layout().len());
+        let conv = resnet.layout().segment("layer1.0.conv1.weight").unwrap();
+        let block = blocks.iter().find(|b| b.offset == conv.offset).unwrap();
+        assert_eq!(
+            block.factors.iter().map(Mat::nrows).collect::<Vec<_>>(),
+            [2, 2 * 9]
+        );
 
         let (map, x) = problem();
         let zero_inputs = Tensor::zeros((3, 2), DType::F64, &Device::Cpu).unwrap();
