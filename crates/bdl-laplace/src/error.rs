@@ -40,7 +40,7 @@ pub enum Error {
         prior: f64,
     },
 
-    /// A network the KFAC Laplace cannot factor (a batch normalisation).
+    /// A network the KFAC Laplace cannot factor (a channelwise scale without its shift).
     #[error("KFAC Laplace: {reason}")]
     KronUnsupported {
         /// What is not supported.

@@ -24,7 +24,8 @@
 //! position; KFAC takes the N·P (example, position) pairs as the rows of both factors
 //! (G = Σ_{n,p,c} δ δᵀ, A = Σ_{n,p} a aᵀ, the weight block G ⊗ A/(N·P): the "expand"
 //! approximation of curvlinops, which laplace-torch's `KronLaplace` uses for `Conv2d`). A
-//! channelwise layer (a BatchNorm) has no Kronecker structure and is refused.
+//! channelwise layer (a BatchNorm) has no Kronecker structure: its (γ, β) get their exact GGN
+//! block, one factor of 2C.
 
 use std::path::Path;
 
