@@ -223,8 +223,9 @@ pub fn kron_ggn(
 }
 
 /// The blocks of `scope`'s KFAC in θ's order, as (first flat index, factor sizes): a dense or
-/// convolutional weight [O, J], its bias [O]; a channelwise layer (a 1-D weight γ, its β right
-/// after it) one exact block [2C]. What [`kron_ggn`] builds and a saved posterior holds.
+/// convolutional weight `[O, J]`, its bias `[O]`; a channelwise layer (a 1-D weight γ, its β
+/// right after it) one exact block `[2C]`. What [`kron_ggn`] builds and a saved posterior
+/// holds.
 fn block_shapes(layout: &ParamLayout, scope: KronScope) -> Result<Vec<(usize, Vec<usize>)>> {
     let segments = layout.segments();
     let mut shapes = Vec::new();
