@@ -467,18 +467,7 @@ fn train_and_score(
     let Some(method) = which.method() else {
         let network = Network::from(Mlp::new(spec.with_dropout(DROPOUT))?);
         let theta0 = network.init(seed.fork("init"), DTYPE, p.x_train.device())?;
-        let config = MapConfig {
-            optimizer: Optimizer::adam(BETAS.0, BETAS.1),
-            learning_rate: LEARNING_RATE,
-            prior_precision: lambda,
-            epochs: settings.epochs,
-            batch_size,
-            learn_sigma: false,
-            validation_fraction: 0.0,
-            patience: None,
-            seed: seed.fork("train"),
-        }
-        .check()?;
+        let config = adam_map(settings, lambda, batch_size, seed.fork("train"), false)?;
         let fit = train_map(
             &network, &theta0, likelihood, &p.x_train, &p.y_train, &config,
         )?;
@@ -525,6 +514,29 @@ fn train_and_score(
         losses: fit.nll,
         untrained: mean_nll(&network, &mu0, likelihood, &p.x_train, &p.y_train)?,
     })
+}
+
+/// The MAP training of the experiment: Adam with its step size and betas for its epochs, prior
+/// precision `lambda`, the whole training split (no early stopping), σ fixed or learned.
+fn adam_map(
+    settings: &Settings,
+    lambda: f64,
+    batch_size: usize,
+    seed: Seed,
+    learn_sigma: bool,
+) -> Result<bdl_inference::Valid<MapConfig>> {
+    Ok(MapConfig {
+        optimizer: Optimizer::adam(BETAS.0, BETAS.1),
+        learning_rate: LEARNING_RATE,
+        prior_precision: lambda,
+        epochs: settings.epochs,
+        batch_size,
+        learn_sigma,
+        validation_fraction: 0.0,
+        patience: None,
+        seed,
+    }
+    .check()?)
 }
 
 /// (1/N) Σ_n −log p(y_n | f(x_n; θ)).

@@ -9,10 +9,10 @@
 
 use anyhow::{Context as _, Result};
 use bdl_data::StandardizedSplit;
-use bdl_inference::{MapConfig, Optimizer, Posterior as _, PredictOptions, Validate, train_map};
+use bdl_inference::{Posterior as _, PredictOptions, train_map};
 use bdl_models::{Activation, Mlp, MlpSpec, Network};
 
-use super::{BETAS, DTYPE, HIDDEN, Job, LEARNING_RATE, Row, Settings, batching, score};
+use super::{DTYPE, HIDDEN, Job, Row, Settings, adam_map, batching, score};
 use crate::listed::Listed;
 
 /// The MAP's prior precision λ.
@@ -30,18 +30,13 @@ pub(super) fn run(settings: &Settings, job: &Job, listed: &Listed) -> Result<Vec
     ))?);
     let seed = job.seed.fork("listed");
     let theta0 = network.init(seed.fork("init"), DTYPE, p.x_train.device())?;
-    let config = MapConfig {
-        optimizer: Optimizer::adam(BETAS.0, BETAS.1),
-        learning_rate: LEARNING_RATE,
-        prior_precision: MAP_PRIOR_PRECISION,
-        epochs: settings.epochs,
+    let config = adam_map(
+        settings,
+        MAP_PRIOR_PRECISION,
         batch_size,
-        learn_sigma: true,
-        validation_fraction: 0.0,
-        patience: None,
-        seed: seed.fork("map"),
-    }
-    .check()?;
+        seed.fork("map"),
+        true,
+    )?;
     let likelihood = bdl_likelihoods::Likelihood::Gaussian { sigma: 1.0 };
     let map = train_map(
         &network, &theta0, likelihood, &p.x_train, &p.y_train, &config,
