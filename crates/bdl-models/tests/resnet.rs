@@ -9,7 +9,8 @@ use bdl_models::{BatchStatistics, Error, Model, ResNet, ResNetSpec, Stem};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use common::{
-    assert_close, assert_jacobian_matches_central_differences, assert_jacobian_routes_agree,
+    assert_close, assert_columns_match_central_differences,
+    assert_jacobian_matches_central_differences, assert_jacobian_routes_agree,
     assert_per_example_products, randn, values,
 };
 use proptest::prelude::*;
@@ -138,41 +139,14 @@ fn every_column_matches(stem: Stem) {
     .unwrap();
     let theta = parameters(&model, Seed(4));
     let x = images(&model, 2, Seed(5));
-    let d = model.layout().len();
-    let all: Vec<usize> = (0..d).collect();
-    let cache = model.forward_cached(&theta, &x).unwrap();
-    let jac = values(&model.jacobian(&theta, &cache, &all).unwrap());
-    let theta_v = values(&theta);
-    let h = 1e-6;
-    let rows = 2 * model.n_outputs();
-    for p in 0..d {
-        let shifted = |delta: f64| {
-            let mut t = theta_v.clone();
-            t[p] += delta;
-            values(
-                &model
-                    .forward(&Tensor::from_vec(t, d, &Device::Cpu).unwrap(), &x)
-                    .unwrap(),
-            )
-        };
-        let (plus, minus) = (shifted(h), shifted(-h));
-        for row in 0..rows {
-            let fd = (plus[row] - minus[row]) / (2.0 * h);
-            // As in `assert_jacobian_matches_central_differences`: O(h²) + O(ε/h) ≪ 1e-6.
-            assert!(
-                (jac[row * d + p] - fd).abs() <= 1e-6 * (1.0 + fd.abs()),
-                "`{}` (param {p}), row {row}: {} vs {fd}",
-                model
-                    .layout()
-                    .segments()
-                    .iter()
-                    .find(|s| s.range().contains(&p))
-                    .unwrap()
-                    .name,
-                jac[row * d + p]
-            );
-        }
-    }
+    let all: Vec<usize> = (0..model.layout().len()).collect();
+    let checked = assert_columns_match_central_differences(&model, &theta, &x, &all);
+    // A step across a kink is skipped; on these inputs nearly every column is smooth.
+    assert!(
+        checked * 10 >= 9 * all.len(),
+        "{checked} of {} columns smooth",
+        all.len()
+    );
 }
 
 #[test]
