@@ -195,42 +195,53 @@ pub fn kron_ggn(
         }
     }
     let mut blocks = Vec::with_capacity(segments.len());
-    for (offset, sizes) in block_shapes(layout, scope)? {
-        let segment = layout
-            .segments()
-            .iter()
-            .position(|s| s.offset == offset)
-            .expect("a block starts at a segment");
+    for BlockShape {
+        offset,
+        sizes,
+        weight,
+    } in block_shapes(layout, scope)?
+    {
         let missing = || Error::KronUnsupported {
             reason: format!(
                 "the network gave no factors for `{}`",
-                layout.segments()[segment].name
+                layout.segments()[weight].name
             ),
         };
-        let factors = if let Some(h) = exact[segment].take() {
+        let factors = if let Some(h) = exact[weight].take() {
             vec![h]
-        } else if sizes.len() == 2 {
-            let FactorSums { g, a, positions } = sums[segment].clone().ok_or_else(missing)?;
-            vec![g, a * ((n * positions) as f64).recip()]
         } else {
-            // A bias: its layer's G, the weight segment's sums (the segment before it).
-            let weight = segment.checked_sub(1).ok_or_else(missing)?;
-            vec![sums[weight].as_ref().ok_or_else(missing)?.g.clone()]
+            let sum = sums[weight].as_ref().ok_or_else(missing)?;
+            match sizes.len() {
+                2 => vec![sum.g.clone(), &sum.a * ((n * sum.positions) as f64).recip()],
+                _ => vec![sum.g.clone()], // a bias: its layer's G
+            }
         };
         blocks.push(KronBlock { offset, factors });
     }
     Ok(blocks)
 }
 
-/// The blocks of `scope`'s KFAC in θ's order, as (first flat index, factor sizes): a dense or
-/// convolutional weight `[O, J]`, its bias `[O]`; a channelwise layer (a 1-D weight γ, its β
-/// right after it) one exact block `[2C]`. What [`kron_ggn`] builds and a saved posterior
-/// holds.
-fn block_shapes(layout: &ParamLayout, scope: KronScope) -> Result<Vec<(usize, Vec<usize>)>> {
+/// One block of a scope's KFAC: where it starts, its factors' sizes, and the weight segment of
+/// the layer whose sums it is built from.
+struct BlockShape {
+    offset: usize,
+    sizes: Vec<usize>,
+    weight: usize,
+}
+
+/// The blocks of `scope`'s KFAC in θ's order: a dense or convolutional weight `[O, J]`, its
+/// bias `[O]`; a channelwise layer (a 1-D weight γ, its β right after it) one exact block
+/// `[2C]`. What [`kron_ggn`] builds and a saved posterior holds.
+fn block_shapes(layout: &ParamLayout, scope: KronScope) -> Result<Vec<BlockShape>> {
     let segments = layout.segments();
     let mut shapes = Vec::new();
     for layer in scope_layers(layout, scope) {
         let w = &segments[layer.weight];
+        let shape = |offset, sizes| BlockShape {
+            offset,
+            sizes,
+            weight: layer.weight,
+        };
         if w.shape.len() == 1 {
             let bias = layer.bias.map(|b| &segments[b]);
             let Some(b) = bias.filter(|b| b.offset == w.offset + w.numel()) else {
@@ -241,12 +252,12 @@ fn block_shapes(layout: &ParamLayout, scope: KronScope) -> Result<Vec<(usize, Ve
                     ),
                 });
             };
-            shapes.push((w.offset, vec![w.numel() + b.numel()]));
+            shapes.push(shape(w.offset, vec![w.numel() + b.numel()]));
             continue;
         }
-        shapes.push((w.offset, vec![w.shape[0], w.numel() / w.shape[0]]));
+        shapes.push(shape(w.offset, vec![w.shape[0], w.numel() / w.shape[0]]));
         if let Some(b) = layer.bias {
-            shapes.push((segments[b].offset, vec![segments[b].numel()]));
+            shapes.push(shape(segments[b].offset, vec![segments[b].numel()]));
         }
     }
     Ok(shapes)
@@ -578,7 +589,7 @@ impl Posterior for KronLaplace {
         let theta = saved.params("theta")?;
         let layout = saved.predictor.network().layout().clone();
         let mut blocks = Vec::new();
-        for (b, (offset, sizes)) in block_shapes(&layout, saved.config.scope)?
+        for (b, BlockShape { offset, sizes, .. }) in block_shapes(&layout, saved.config.scope)?
             .into_iter()
             .enumerate()
         {
