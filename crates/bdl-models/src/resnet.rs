@@ -415,6 +415,23 @@ impl<'a> Weights<'a> {
     /// output gradient `grad` (`[N·P, O]`) and returns the input gradient (`[N, L]`).
     fn conv_norm_adjoint(
         &self,
+        layers: (usize, usize),
+        grad: &Tensor,
+        deltas: &mut [Option<Tensor>],
+    ) -> Result<Tensor> {
+        let conv = layers.0;
+        let grad_z = self.conv_norm_deltas(layers, grad, deltas)?;
+        let layer = &self.net.layers[conv];
+        let grad_a = grad_z
+            .matmul(&self.matrix(conv)?)?
+            .reshape((self.n, layer.positions * layer.fan_in))?;
+        self.unfold(conv).adjoint(&grad_a)
+    }
+
+    /// Records the normalisation's delta (`grad`) and the convolution's (∂ℓ/∂z, returned),
+    /// without the input gradient (which the stem does not need).
+    fn conv_norm_deltas(
+        &self,
         (conv, bn): (usize, usize),
         grad: &Tensor,
         deltas: &mut [Option<Tensor>],
@@ -422,12 +439,8 @@ impl<'a> Weights<'a> {
         let gamma = &self.segments[self.net.layers[bn].weight];
         let grad_z = self.norm(bn).adjoint(grad, gamma)?;
         deltas[bn] = Some(grad.clone());
-        let layer = &self.net.layers[conv];
-        let grad_a = grad_z
-            .matmul(&self.matrix(conv)?)?
-            .reshape((self.n, layer.positions * layer.fan_in))?;
-        deltas[conv] = Some(grad_z);
-        self.unfold(conv).adjoint(&grad_a)
+        deltas[conv] = Some(grad_z.clone());
+        Ok(grad_z)
     }
 }
 
@@ -554,8 +567,7 @@ impl Model for ResNet {
         if let Some(pool) = &self.pool {
             grad = pool.adjoint(&grad.reshape((n, ()))?, &cache.indices[0])?;
         }
-        // The stem's input gradient (∂ℓ/∂x) is computed and dropped.
-        w.conv_norm_adjoint(self.stem, &through_relu(grad)?, &mut deltas)?;
+        w.conv_norm_deltas(self.stem, &through_relu(grad)?, &mut deltas)?;
 
         Ok(self
             .layers
