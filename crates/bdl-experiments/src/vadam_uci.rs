@@ -184,26 +184,29 @@ impl Which {
 #[serde(rename_all = "lowercase")]
 enum Selection {
     /// K-fold cross-validation raced in one round ([`rank`]): every candidate is fitted on the
-    /// first `screen` of the `folds` folds, the `finalists` best of them on the others too, and
-    /// the choice is the best mean over all folds among the finalists. As many finalists as
-    /// candidates is plain K-fold cross-validation.
+    /// first `screen` of the `folds` folds, the `finalists_per_tau` best of each τ on the others
+    /// too (so no τ is left out of the final round), and the choice is the best mean over all
+    /// folds among the finalists. As many finalists per τ as λ candidates is plain K-fold
+    /// cross-validation.
     Race {
         folds: usize,
         screen: usize,
-        finalists: usize,
+        finalists_per_tau: usize,
     },
     /// One seeded holdout of this fraction.
     Holdout(f64),
 }
 
 impl Selection {
-    /// (folds screened, finalists) among `candidates`.
-    fn race(self, candidates: usize) -> (usize, usize) {
+    /// (folds screened, finalists per τ) among `per_tau` λ candidates of each τ.
+    fn race(self, per_tau: usize) -> (usize, usize) {
         match self {
             Self::Race {
-                screen, finalists, ..
-            } => (screen, finalists.min(candidates)),
-            Self::Holdout(_) => (1, candidates),
+                screen,
+                finalists_per_tau,
+                ..
+            } => (screen, finalists_per_tau.min(per_tau)),
+            Self::Holdout(_) => (1, per_tau),
         }
     }
 }
@@ -265,9 +268,10 @@ impl Settings {
             ),
             // The ranges of the Vadam authors' Bayesian optimisation (log τ ∈ [0, 5],
             // log λ ∈ [−4, 4]) on a 5 × 5 grid: 25 candidates against their 30 evaluations,
-            // each of theirs under 5-fold cross-validation. Racing the 25 on one fold with 5
-            // finalists takes 46 fits a method where all 25 on five folds take 126, and chose
-            // as they did in 54 of 60 selections replayed (`docs/REPRODUCTION.md`).
+            // each of theirs under 5-fold cross-validation. Racing the 25 on one fold with the
+            // best λ of each τ as the 5 finalists takes 46 fits a method where all 25 on five
+            // folds take 126; a race of the 5 best overall left every τ = e⁵ out on six energy
+            // splits where the full search chose it (`docs/REPRODUCTION.md`).
             Profile::Paper => (
                 paper_sets(),
                 None,
@@ -276,7 +280,7 @@ impl Settings {
                 Selection::Race {
                     folds: 5,
                     screen: 1,
-                    finalists: 5,
+                    finalists_per_tau: 1,
                 },
                 40,
                 100,
@@ -591,7 +595,8 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile);
     let grid = settings.grid();
     let jobs = splits(ctx, &settings)?;
-    let (screen, finalists) = settings.selection.race(grid.len());
+    let (screen, per_tau) = settings.selection.race(settings.log_lambda.len());
+    let finalists = per_tau * settings.log_tau.len();
     let fits_per_method = |j: &Job| grid.len() * screen + finalists * (j.folds.len() - screen) + 1;
     let total: usize = jobs
         .iter()
@@ -676,22 +681,23 @@ fn run(ctx: &Context) -> Result<Outcome> {
     ))
 }
 
-/// The `candidates` ranked for the final fit, best first, each with the mean validation
-/// log-likelihood it is ranked by, from `score(c, k)`, candidate c's on fold k of `folds`:
-/// every candidate is scored on folds 0..`screen`, the `finalists` best of them by their mean
-/// there on the other folds too; the finalists come first, by their mean over all folds, then
-/// the others by their mean over the screened folds. Among equal means the earlier candidate
-/// goes first. With as many finalists as candidates (or `screen = folds`) this is plain
-/// cross-validation, each candidate's folds summed in their order as before; with fewer, it
-/// takes `candidates · screen + finalists · (folds − screen)` scores instead of
-/// `candidates · folds`.
+/// The candidates ranked for the final fit, best first, each with the mean validation
+/// log-likelihood it is ranked by, from `score(c, k)`, candidate c's on fold k of `folds`;
+/// candidate c belongs to the stratum `strata[c]` (its τ). Every candidate is scored on folds
+/// 0..`screen`, the `per_stratum` best of each stratum by their mean there on the other folds
+/// too; the finalists come first, by their mean over all folds, then the others by their mean
+/// over the screened folds. Among equal means the earlier candidate goes first. With every
+/// candidate a finalist (or `screen = folds`) this is plain cross-validation, each candidate's
+/// folds summed in their order; with F finalists it takes
+/// `candidates · screen + F · (folds − screen)` scores instead of `candidates · folds`.
 fn rank(
-    candidates: usize,
+    strata: &[usize],
     folds: usize,
     screen: usize,
-    finalists: usize,
+    per_stratum: usize,
     mut score: impl FnMut(usize, usize) -> Result<f64>,
 ) -> Result<Vec<(usize, f64)>> {
+    let candidates = strata.len();
     // Sums of scores by their mean over `n` folds, best first; among equals the earlier
     // candidate.
     let best_first = |v: &mut Vec<(usize, f64)>, n: usize| {
@@ -707,8 +713,12 @@ fn rank(
         sums.push((c, sum));
     }
     best_first(&mut sums, screen);
-    let others = sums.split_off(finalists.min(candidates));
-    let mut finals = sums;
+    let mut taken = vec![0; strata.iter().max().map_or(0, |&s| s + 1)];
+    let (mut finals, others): (Vec<_>, Vec<_>) = sums.into_iter().partition(|&(c, _)| {
+        let take = taken[strata[c]] < per_stratum;
+        taken[strata[c]] += usize::from(take);
+        take
+    });
     finals.sort_by_key(|&(c, _)| c);
     for (c, sum) in &mut finals {
         for k in screen..folds {
@@ -735,7 +745,10 @@ fn fit_split(
     job: &Job,
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<Row>> {
-    let (screen, finalists) = settings.selection.race(grid.len());
+    let (screen, per_tau) = settings.selection.race(settings.log_lambda.len());
+    let tau_of: Vec<usize> = (0..grid.len())
+        .map(|c| c / settings.log_lambda.len())
+        .collect();
     METHODS
         .iter()
         .map(|&which| {
@@ -770,7 +783,7 @@ fn fit_split(
                     ))),
                 }
             };
-            let ranked = rank(grid.len(), job.folds.len(), screen, finalists, fold_score)?;
+            let ranked = rank(&tau_of, job.folds.len(), screen, per_tau, fold_score)?;
             let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
             let final_fit = |c: usize| {
                 train_and_score(
@@ -1292,10 +1305,10 @@ fn protocol(rows: &[Row], settings: &Settings, profile: Profile, t: &Table) -> S
         Selection::Race {
             folds,
             screen,
-            finalists,
+            finalists_per_tau,
         } => format!(
             "{folds}-fold cross-validation inside each training split, raced: every candidate \
-             on the first {screen} fold(s), the {finalists} best of them on all {folds}"
+             on the first {screen} fold(s), the {finalists_per_tau} best of each τ on all {folds}"
         ),
         Selection::Holdout(f) => format!(
             "one seeded {:.0}% holdout of each training split ({}-profile deviation: the paper \
@@ -1471,7 +1484,7 @@ mod tests {
         ];
         let run = |screen, finalists| {
             let mut scored = Vec::new();
-            let ranked = rank(6, 3, screen, finalists, |c, k| {
+            let ranked = rank(&[0; 6], 3, screen, finalists, |c, k| {
                 scored.push((c, k));
                 Ok(table[c][k])
             })
@@ -1496,13 +1509,42 @@ mod tests {
         assert_eq!(scored, wanted, "6 · 1 + 2 · (3 − 1) scores");
         // A failing score stops the ranking.
         assert!(
-            rank(6, 3, 1, 2, |c, _| if c == 4 {
+            rank(&[0; 6], 3, 1, 2, |c, _| if c == 4 {
                 Err(anyhow::anyhow!("no"))
             } else {
                 Ok(0.0)
             })
             .is_err()
         );
+    }
+
+    /// Racing by strata (τ values): with c0..c2 of one τ and c3..c5 of another, the best of
+    /// each on fold 0 (c0, and c3 where a race of the best two overall takes c1 instead, by
+    /// the earlier of equals) go on to every fold; the others follow by fold 0.
+    #[test]
+    fn racing_by_strata_sends_the_best_of_every_stratum_to_the_final_round() {
+        let table: [[f64; 3]; 6] = [
+            [-1.0, -3.0, -3.0],
+            [-2.0, -1.0, -1.0],
+            [-5.0, 2.0, 2.0],
+            [-2.0, -1.0, -1.0],
+            [f64::NEG_INFINITY, 0.0, 0.0],
+            [-3.0, -2.0, -2.0],
+        ];
+        let mut scored = Vec::new();
+        let ranked = rank(&[0, 0, 0, 1, 1, 1], 3, 1, 1, |c, k| {
+            scored.push((c, k));
+            Ok(table[c][k])
+        })
+        .unwrap();
+        let mean = |c: usize| table[c].iter().sum::<f64>() / 3.0;
+        let mut expected: Vec<(usize, f64)> = vec![(3, mean(3)), (0, mean(0))];
+        expected.extend([1, 5, 2, 4].map(|c| (c, table[c][0])));
+        assert_eq!(ranked, expected);
+        assert_eq!(scored.len(), 6 + 2 * 2, "6 · 1 + 2 · (3 − 1) scores");
+        let overall = rank(&[0; 6], 3, 1, 2, |c, k| Ok(table[c][k])).unwrap();
+        assert_eq!(overall[1].0, 0);
+        assert_eq!(overall[0].0, 1, "the best two overall leave the second stratum out");
     }
 
     /// The final fit falls back past a candidate that diverged and one that blew up, telling
