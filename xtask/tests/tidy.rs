@@ -1,7 +1,8 @@
 //! The rules of `docs/ARCHITECTURE.md` that a reading of the sources can check, run by
 //! `cargo test`: every crate's (and xtask's) direct bdl dependencies within `.ci/layers`; every
 //! library source file opens with its module documentation; no `.unwrap()` in library code
-//! outside tests (errors are typed; a broken invariant is an `expect` that says which).
+//! outside tests (errors are typed; a broken invariant is an `expect` that says which); no
+//! function of the libraries or of xtask over 100 lines.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -222,12 +223,6 @@ fn function_lengths(text: &str) -> Vec<(String, usize, usize)> {
 /// The longest a function may be.
 const MOST_LINES: usize = 100;
 
-/// Functions allowed to be longer, with the reason.
-const LONG_ALLOWED: [(&str, &str); 1] = [(
-    "propose_tile",
-    "the Gibbs evaluator's register kernel: one inlined pass over a tile, split only at a cost",
-)];
-
 #[test]
 fn no_function_is_over_a_hundred_lines() {
     let mut found = Vec::new();
@@ -235,7 +230,7 @@ fn no_function_is_over_a_hundred_lines() {
     for file in library_sources().into_iter().chain(xtask) {
         let text = fs::read_to_string(&file).expect("a source file");
         for (name, line, len) in function_lengths(&text) {
-            if len > MOST_LINES && !LONG_ALLOWED.iter().any(|(n, _)| *n == name) {
+            if len > MOST_LINES {
                 found.push(format!(
                     "{}:{line}: `{name}` is {len} lines",
                     file.display()
@@ -245,8 +240,7 @@ fn no_function_is_over_a_hundred_lines() {
     }
     assert!(
         found.is_empty(),
-        "functions over {MOST_LINES} lines (split them, or allow one in LONG_ALLOWED with the \
-         reason):\n{}",
+        "functions over {MOST_LINES} lines (split them):\n{}",
         found.join("\n")
     );
 }

@@ -1544,7 +1544,10 @@ mod tests {
         assert_eq!(scored.len(), 6 + 2 * 2, "6 · 1 + 2 · (3 − 1) scores");
         let overall = rank(&[0; 6], 3, 1, 2, |c, k| Ok(table[c][k])).unwrap();
         assert_eq!(overall[1].0, 0);
-        assert_eq!(overall[0].0, 1, "the best two overall leave the second stratum out");
+        assert_eq!(
+            overall[0].0, 1,
+            "the best two overall leave the second stratum out"
+        );
     }
 
     /// The final fit falls back past a candidate that diverged and one that blew up, telling

@@ -257,18 +257,24 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
     }
 }
 
-#[test]
-fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
+/// The subnetwork Laplace of the sampling and checkpoint tests: five weights of a random
+/// regression MLP, with the model, θ̂, the inputs and the batch size.
+fn five_weight_laplace() -> (SubnetLaplace, Mlp, Tensor, Tensor, usize) {
     let (model, theta, x) = setup(Seed(12), 1, 20);
-    let lik = likelihood(1);
     let config = LaplaceConfig {
         prior: PriorPrecision::Scalar(1.5),
         subset_scaling: SubsetScaling::None,
         batch_size: 8,
     };
-    let subset = vec![0, 3, 7, 15, 25];
-    let map = estimate(&model, &theta, lik);
-    let post = SubnetLaplace::fit(&map, &x, subset.clone(), &valid(&config)).unwrap();
+    let map = estimate(&model, &theta, likelihood(1));
+    let post = SubnetLaplace::fit(&map, &x, vec![0, 3, 7, 15, 25], &valid(&config)).unwrap();
+    (post, model, theta, x, config.batch_size)
+}
+
+#[test]
+fn samples_have_the_posterior_covariance() {
+    let (post, model, theta, _, _) = five_weight_laplace();
+    let subset = post.subset().to_vec();
     let n = 40_000;
     let draws = post.sample(n, Seed(5)).unwrap();
     assert_eq!(draws.dims(), &[n, model.layout().len()]);
@@ -311,7 +317,11 @@ fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
             assert!((id[(i, j)] - f64::from(u8::from(i == j))).abs() < 1e-10);
         }
     }
+}
 
+#[test]
+fn checkpoints_round_trip_and_tampered_ones_are_refused() {
+    let (post, model, _, x, batch_size) = five_weight_laplace();
     let dir = std::env::temp_dir().join(format!("bdl-laplace-ckpt-{}", std::process::id()));
     let path = dir.join("post.safetensors");
     post.save(&path).unwrap();
@@ -319,8 +329,8 @@ fn samples_have_the_posterior_covariance_and_checkpoints_round_trip() {
     assert_eq!(back.subset(), post.subset());
     assert_eq!(back.log_det_precision(), post.log_det_precision());
     assert_eq!(
-        values(&back.f_covariance(&x, config.batch_size).unwrap()),
-        values(&post.f_covariance(&x, config.batch_size).unwrap())
+        values(&back.f_covariance(&x, batch_size).unwrap()),
+        values(&post.f_covariance(&x, batch_size).unwrap())
     );
 
     // Tampered checkpoints are refused by name: a subset index ≥ D, a repeated index, a NaN in

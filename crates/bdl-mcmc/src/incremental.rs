@@ -420,45 +420,13 @@ impl<T: Real> IncrementalMlp<T> {
                 cols,
             );
         }
-        // The layer above sees only the touched nodes' activations change: for a partial plan,
-        // z_{l+1} = z_{l+1} + Σ_o W_{l+1}[:, o] (h'_l[o] − h_l[o]) (d_{l+1} per node and
-        // example) instead of re-evaluating it (d_l · d_{l+1}).
+        // The layer above sees only the touched nodes' activations change: for a partial plan
+        // it is updated by rank-one terms ([`rank_one_above`]) instead of re-evaluated.
         let mut first_full = l + 1;
         if plan.partial {
-            let (w, _) = net.layer(params, l + 1);
-            let (d_in, d_out) = (net.widths[l + 1], net.widths[l + 2]);
-            let (below, rest) = proposed.split_at_mut(l + 1);
-            let (changed, next) = (&below[l], &mut rest[0]);
-            let width = cols.len();
-            diffs.resize(plan.nodes.len() * width, T::from_f64(0.0));
-            for (change, diff) in plan.nodes.iter().zip(diffs.chunks_exact_mut(width)) {
-                let o = change.node;
-                for ((d, &new), &old) in diff
-                    .iter_mut()
-                    .zip(&changed.h[at(o)])
-                    .zip(&current[l].h[at(o)])
-                {
-                    *d = new - old;
-                }
-            }
-            let diffs: &[T] = diffs;
-            let cur = &current[l + 1];
-            by_rows!(d_out, |rows, V| {
-                combine::<T, _, V>(
-                    next,
-                    rows,
-                    net.activations[l + 1],
-                    |q, c| lanes(&cur.z[at(rows[q])], c),
-                    (
-                        plan.nodes.len(),
-                        |k| &diffs[k * width..(k + 1) * width],
-                        |q, k| w[rows[q] * d_in + plan.nodes[k].node],
-                    ),
-                    gathered,
-                    len,
-                    cols,
-                )
-            });
+            rank_one_above(
+                net, params, plan, current, proposed, diffs, gathered, len, cols,
+            );
             first_full = l + 2;
         }
         for k in first_full..net.n_layers() {
@@ -522,6 +490,59 @@ fn plan(
         partial: block.layer + 1 < n_layers && 2 * nodes.len() <= n_nodes,
         nodes,
     }
+}
+
+/// The layer above a partial plan's layer l on the columns `cols`, where only the plan's
+/// nodes changed: z_{l+1} = z_{l+1} + Σ_o W_{l+1}[:, o] (h'_l[o] − h_l[o]) (d_{l+1} per node
+/// and example) instead of re-evaluating it (d_l · d_{l+1}); `diffs` holds h'_l − h_l.
+#[inline(always)]
+fn rank_one_above<T: Real>(
+    net: &Net,
+    params: &[T],
+    plan: &Plan,
+    current: &[Buffers<T>],
+    proposed: &mut [Buffers<T>],
+    diffs: &mut Vec<T>,
+    gathered: &mut Vec<T>,
+    len: usize,
+    cols: &Range<usize>,
+) {
+    let l = plan.layer;
+    let at = |row: usize| at(row, len, cols);
+    let (w, _) = net.layer(params, l + 1);
+    let (d_in, d_out) = (net.widths[l + 1], net.widths[l + 2]);
+    let (below, rest) = proposed.split_at_mut(l + 1);
+    let (changed, next) = (&below[l], &mut rest[0]);
+    let width = cols.len();
+    diffs.resize(plan.nodes.len() * width, T::from_f64(0.0));
+    for (change, diff) in plan.nodes.iter().zip(diffs.chunks_exact_mut(width)) {
+        let o = change.node;
+        for ((d, &new), &old) in diff
+            .iter_mut()
+            .zip(&changed.h[at(o)])
+            .zip(&current[l].h[at(o)])
+        {
+            *d = new - old;
+        }
+    }
+    let diffs: &[T] = diffs;
+    let cur = &current[l + 1];
+    by_rows!(d_out, |rows, V| {
+        combine::<T, _, V>(
+            next,
+            rows,
+            net.activations[l + 1],
+            |q, c| lanes(&cur.z[at(rows[q])], c),
+            (
+                plan.nodes.len(),
+                |k| &diffs[k * width..(k + 1) * width],
+                |q, k| w[rows[q] * d_in + plan.nodes[k].node],
+            ),
+            gathered,
+            len,
+            cols,
+        )
+    });
 }
 
 /// Layer k on the columns `cols`: z = W a + b and h = φ(z), feature-major, from the layer's
