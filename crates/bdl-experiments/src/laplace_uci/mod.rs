@@ -16,15 +16,11 @@
 //! width claims: the size curve, whether the widest model's largest Wasserstein subnetwork beats
 //! its smallest.
 
-use std::collections::BTreeMap;
-
 use anyhow::{Context as _, Result};
 use bdl_baselines::{SwagConfig, train_swag};
 use bdl_data::StandardizedSplit;
 use bdl_data::uci::{Benchmark, SplitKind, UciData};
-use bdl_eval::metrics::{self, MeanSe};
-use bdl_eval::plot::{Figure, Panel};
-use bdl_eval::table::Table;
+use bdl_eval::metrics::{self};
 use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision, SubsetScaling};
@@ -34,11 +30,17 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
-use crate::claim::{self, Cite, Claim, Measured, Paper, Verdict};
 use crate::concurrency::side_by_side;
 use crate::listed::Listed;
 use crate::units::Units;
-use crate::{Context, Entry, Outcome, Profile};
+use crate::{Context, Entry, Outcome};
+
+mod claims;
+mod report;
+mod settings;
+use claims::claims;
+use report::{figure, protocol_checks, table};
+use settings::Settings;
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {
@@ -84,41 +86,6 @@ struct Row {
     at_prior_variance: Option<usize>,
     test_log_lik: f64,
     rmse: f64,
-}
-
-#[derive(Debug, Serialize)]
-struct Settings {
-    benchmarks: Vec<Benchmark>,
-    /// The most splits of each kind per data set.
-    splits: usize,
-    widths: Vec<usize>,
-    /// The most epochs of MAP training, and the patience of its early stopping.
-    epochs: usize,
-    patience: usize,
-    /// The fraction of each training split held out for early stopping and λ.
-    validation_fraction: f64,
-    /// The candidate prior precisions of the validation search.
-    lambdas: Vec<f64>,
-}
-
-impl Settings {
-    fn of(profile: Profile) -> Self {
-        let all = vec![Benchmark::Wine, Benchmark::Kin8nm, Benchmark::Protein];
-        let (benchmarks, splits, widths, epochs, patience) = match profile {
-            Profile::Smoke => (vec![Benchmark::Wine], 2, vec![5, 10], 3, 2),
-            Profile::Quick => (all, 2, vec![10, 20, 50], 150, 20),
-            Profile::Paper => (all, usize::MAX, vec![10, 20, 50, 100], 1000, 50),
-        };
-        Self {
-            benchmarks,
-            splits,
-            widths,
-            epochs,
-            patience,
-            validation_fraction: 0.15,
-            lambdas: LAMBDAS.to_vec(),
-        }
-    }
 }
 
 /// The training rows the MAP was fitted on and the 15% it held out (for early stopping, then for
@@ -621,360 +588,16 @@ fn score(posterior: &(impl Posterior + ?Sized), split: &StandardizedSplit) -> Re
     Ok((ll, rmse))
 }
 
-/// The (dataset, split kind) groups of the rows, in order.
-fn groups(rows: &[Row]) -> Vec<(String, String)> {
-    let mut groups: Vec<(String, String)> = Vec::new();
-    for r in rows {
-        let group = (r.dataset.clone(), r.split_kind.clone());
-        if !groups.contains(&group) {
-            groups.push(group);
-        }
-    }
-    groups
-}
-
-/// Mean ± standard error over splits of the test log-likelihood and RMSE of one posterior
-/// (width, method, s) in one group, and the number of splits.
-fn stat(
-    rows: &[Row],
-    group: &(String, String),
-    w: usize,
-    m: &str,
-    s: usize,
-) -> (MeanSe, MeanSe, usize) {
-    let pick: Vec<&Row> = rows
-        .iter()
-        .filter(|r| (&r.dataset, &r.split_kind) == (&group.0, &group.1))
-        .filter(|r| r.width == w && r.method == m && r.s == s)
-        .collect();
-    let ll: Vec<f64> = pick.iter().map(|r| r.test_log_lik).collect();
-    let rmse: Vec<f64> = pick.iter().map(|r| r.rmse).collect();
-    (MeanSe::of(&ll), MeanSe::of(&rmse), ll.len())
-}
-
-/// The posteriors (width, method, s) of one group, sorted.
-fn methods(rows: &[Row], group: &(String, String)) -> Vec<(usize, String, usize)> {
-    let mut methods: Vec<(usize, String, usize)> = rows
-        .iter()
-        .filter(|r| (&r.dataset, &r.split_kind) == (&group.0, &group.1))
-        .map(|r| (r.width, r.method.clone(), r.s))
-        .collect();
-    methods.sort();
-    methods.dedup();
-    methods
-}
-
-/// The paper's statement that the width claims test.
-const LARGE_BEATS_SMALL: Cite = Cite {
-    paper: Paper::Daxberger2021,
-    place: "UCI regression",
-    quote: "",
-};
-
-/// The test log-likelihoods of one posterior (width, method, s) in one group, by split.
-fn by_split(
-    rows: &[Row],
-    group: &(String, String),
-    w: usize,
-    m: &str,
-    s: usize,
-) -> BTreeMap<usize, f64> {
-    rows.iter()
-        .filter(|r| (&r.dataset, &r.split_kind) == (&group.0, &group.1))
-        .filter(|r| r.width == w && r.method == m && r.s == s)
-        .map(|r| (r.split, r.test_log_lik))
-        .collect()
-}
-
-/// "a beats b" on the splits both have: the paired verdict and our numbers in words.
-fn paired_claim(a: &BTreeMap<usize, f64>, b: &BTreeMap<usize, f64>) -> (Verdict, String) {
-    let (x, y): (Vec<f64>, Vec<f64>) = a
-        .iter()
-        .filter_map(|(k, va)| b.get(k).map(|vb| (*va, *vb)))
-        .unzip();
-    let d = Measured::paired(&x, &y);
-    let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
-    (
-        claim::positive(d).described(
-            "the test LL's mean paired difference over splits positive by more than one \
-             standard error (undecided within one)",
-        ),
-        format!(
-            "test LL {:.3} vs {:.3}, paired difference {d:.3} over {} splits",
-            mean(&x),
-            mean(&y),
-            x.len()
-        ),
-    )
-}
-
-/// The paper's claim for every smaller width of every group (the widest model's Wasserstein
-/// subnetwork of the smaller model's size has the higher test log-likelihood, paired by split),
-/// and beside each, where the controls ran, the control (the same subnetwork against the widest
-/// model's MAP: a width claim that holds while this fails comes from the width, not from the
-/// inference) and the isolating claim (the same comparison with the informed Wasserstein rule).
-fn claims(rows: &[Row], settings: &Settings) -> Vec<Claim> {
-    let widest = *settings.widths.last().expect("at least one width");
-    let mut claims = Vec::new();
-    for group in groups(rows) {
-        let name = format!("{} ({})", group.0, group.1);
-        let map = by_split(rows, &group, widest, MAP, 0);
-        for (w, _, s) in methods(rows, &group)
-            .into_iter()
-            .filter(|(w, m, _)| m == "full" && *w != widest)
-        {
-            let small = by_split(rows, &group, w, "full", s);
-            let subnet = by_split(rows, &group, widest, "Wasserstein", s);
-            let best = RULES
-                .iter()
-                .map(|rule| (rule, stat(rows, &group, widest, rule, s).0))
-                .max_by(|a, b| a.1.mean.total_cmp(&b.1.mean))
-                .expect("four rules");
-            let (verdict, ours) = paired_claim(&subnet, &small);
-            claims.push(Claim::new(
-                LARGE_BEATS_SMALL,
-                format!(
-                    "{name}: the width-{widest} model with a Wasserstein subnetwork of {s} beats \
-                     width {w} with a full Laplace"
-                ),
-                format!("{ours} (best rule: {} {:.3})", best.0, best.1.mean),
-                verdict,
-            ));
-            if !map.is_empty() {
-                let (verdict, ours) = paired_claim(&subnet, &map);
-                claims.push(Claim::new(
-                    LARGE_BEATS_SMALL,
-                    format!(
-                        "{name}, control: the width-{widest} Wasserstein subnetwork of {s} beats \
-                         the width-{widest} MAP"
-                    ),
-                    ours,
-                    verdict,
-                ));
-            }
-            let informed = by_split(rows, &group, widest, INFORMED, s);
-            if !informed.is_empty() {
-                let (verdict, ours) = paired_claim(&informed, &small);
-                claims.push(Claim::new(
-                    LARGE_BEATS_SMALL,
-                    format!(
-                        "{name}, isolating: the width-{widest} model with an informed \
-                         Wasserstein subnetwork of {s} (weights with a GGN signal only) beats \
-                         width {w} with a full Laplace"
-                    ),
-                    ours,
-                    verdict,
-                ));
-            }
-        }
-    }
-    claims.extend(size_claims(rows, widest));
-    claims
-}
-
-/// The paper's statement that performance grows with the subnetwork's size.
-const SIZE: Cite = Cite {
-    paper: Paper::Daxberger2021,
-    place: "UCI regression, test LL against subnetwork size",
-    quote: "",
-};
-
-/// Per group, on the widest model: the Wasserstein subnetwork (the paper's rule) of the largest
-/// size has a higher test log-likelihood than that of the smallest, paired by split.
-fn size_claims(rows: &[Row], widest: usize) -> Vec<Claim> {
-    let mut claims = Vec::new();
-    for group in groups(rows) {
-        let sizes: Vec<usize> = methods(rows, &group)
-            .into_iter()
-            .filter(|(w, m, _)| *w == widest && m == "Wasserstein")
-            .map(|(_, _, s)| s)
-            .collect();
-        if let (Some(&smallest), Some(&largest)) = (sizes.first(), sizes.last())
-            && smallest < largest
-        {
-            let at = |s| by_split(rows, &group, widest, "Wasserstein", s);
-            let (verdict, ours) = paired_claim(&at(largest), &at(smallest));
-            claims.push(Claim::new(
-                SIZE,
-                format!(
-                    "{} ({}): on the width-{widest} model, a larger Wasserstein subnetwork \
-                     ({largest}) has a higher test LL than a smaller one ({smallest})",
-                    group.0, group.1
-                ),
-                ours,
-                verdict,
-            ));
-        }
-    }
-    claims
-}
-
-/// Mean ± standard error of the test log-likelihood per dataset, split kind and method.
-fn table(rows: &[Row]) -> String {
-    let mut t = Table::new([
-        "dataset",
-        "splits",
-        "model",
-        "posterior",
-        "s",
-        "test LL",
-        "test RMSE",
-    ]);
-    for group in groups(rows) {
-        for (w, m, s) in methods(rows, &group) {
-            let (ll, rmse, n) = stat(rows, &group, w, &m, s);
-            t.row([
-                group.0.clone(),
-                format!("{} ×{n}", group.1),
-                format!("width {w}"),
-                if m == "full" {
-                    "full network".into()
-                } else if m == MAP {
-                    "MAP (no posterior)".into()
-                } else if RULES.contains(&m.as_str()) || m == INFORMED {
-                    format!("{m} subnetwork")
-                } else {
-                    m.clone() // a listed method
-                },
-                s.to_string(),
-                format!("{ll:.3}"),
-                format!("{rmse:.3}"),
-            ]);
-        }
-    }
-    format!(
-        "Two hidden ReLU layers of the given width; λ chosen per posterior on a 15% validation part; test \
-         log-likelihood per point in the original units (mean ± standard error over splits).\n\n{}",
-        t.to_markdown()
-    )
-}
-
-/// Three checks of the protocol per dataset and split kind: how many posteriors chose the
-/// lowest candidate λ (a search clipped by its grid); how many of the weights the Wasserstein
-/// rule chose sit at the prior variance (zero GGN diagonal: chosen for carrying no information),
-/// and how many the informed rule had to take without a signal; and on how many splits the
-/// controls ran on the posteriors' MAPs (`checks`: the smallest model's full Laplace again,
-/// equal to rounding, [`same_to_rounding`]).
-fn protocol_checks(rows: &[Row], checks: &[Row], lowest_lambda: f64) -> String {
-    let mut t = Table::new([
-        "dataset",
-        "posteriors",
-        "λ at the lowest candidate",
-        "Wasserstein weights at the prior variance",
-        "informed Wasserstein weights without a signal",
-        "controls on the same MAPs",
-    ]);
-    let flat = |pick: &[&Row], method: &str| {
-        let (u, n) = pick
-            .iter()
-            .filter(|r| r.method == method)
-            .filter_map(|r| r.at_prior_variance.map(|u| (u, r.s)))
-            .fold((0, 0), |(u, n), (du, dn)| (u + du, n + dn));
-        format!("{u} of {n}")
-    };
-    for group in groups(rows) {
-        let in_group = |r: &&Row| (&r.dataset, &r.split_kind) == (&group.0, &group.1);
-        let pick: Vec<&Row> = rows.iter().filter(in_group).collect();
-        let clipped = pick
-            .iter()
-            .filter(|r| r.method != MAP && r.lambda == lowest_lambda)
-            .count();
-        let repeated: Vec<&Row> = checks.iter().filter(in_group).collect();
-        let same = repeated
-            .iter()
-            .filter(|c| {
-                pick.iter().any(|r| {
-                    r.method == "full"
-                        && (r.split, r.width) == (c.split, c.width)
-                        && same_to_rounding(r.test_log_lik, c.test_log_lik)
-                        && same_to_rounding(r.rmse, c.rmse)
-                })
-            })
-            .count();
-        t.row([
-            format!("{} ({})", group.0, group.1),
-            pick.iter().filter(|r| r.method != MAP).count().to_string(),
-            clipped.to_string(),
-            flat(&pick, "Wasserstein"),
-            flat(&pick, INFORMED),
-            format!("{same} of {} splits", repeated.len()),
-        ]);
-    }
-    format!(
-        "Protocol checks: posteriors whose validation search chose the lowest candidate λ = {lowest_lambda}; \
-         the weights chosen by the Wasserstein (diagonal-Laplace) rule whose variance is the prior's, \
-         and those the informed rule took without a GGN signal; the splits whose controls (the MAPs' \
-         predictive, the informed rule) were computed on the posteriors' MAPs, shown by the smallest \
-         model's full Laplace computed again and equal to 10⁻⁹ relative (the rounding of code changed \
-         between the two runs moves the last digits; a MAP that early stopping took elsewhere moves \
-         the first).\n\n{}",
-        t.to_markdown()
-    )
-}
-
-/// `a` and `b` equal up to the rounding of a recomputation: within 10⁻⁹ relative.
-fn same_to_rounding(a: f64, b: f64) -> bool {
-    (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0)
-}
-
-/// One panel per dataset and split kind: test log-likelihood against log₁₀ s, full-network
-/// Laplace on each width and the widest model's subnetworks by rule.
-fn figure(rows: &[Row]) -> Figure {
-    let widest = rows.iter().map(|r| r.width).max().unwrap_or(0);
-    let styles = [
-        ("full", "#000000"),
-        ("Wasserstein", "#1f77b4"),
-        ("Wasserstein (SWAG)", "#9467bd"),
-        ("sensitivity", "#2ca02c"),
-        ("random", "#d62728"),
-        (INFORMED, "#ff7f0e"),
-    ];
-    groups(rows)
-        .into_iter()
-        .fold(Figure::new(3), |fig, (dataset, kind)| {
-            let mut panel = Panel::new(format!("{dataset} ({kind})"));
-            panel.labels("log10 s", "test log-likelihood");
-            for (method, color) in styles {
-                let mut sizes: Vec<usize> = rows
-                    .iter()
-                    .filter(|r| r.dataset == dataset && r.split_kind == kind && r.method == method)
-                    .filter(|r| method == "full" || r.width == widest)
-                    .map(|r| r.s)
-                    .collect();
-                sizes.sort_unstable();
-                sizes.dedup();
-                let mean_at = |s: usize| {
-                    let v: Vec<f64> = rows
-                        .iter()
-                        .filter(|r| {
-                            r.dataset == dataset
-                                && r.split_kind == kind
-                                && r.method == method
-                                && r.s == s
-                        })
-                        .map(|r| r.test_log_lik)
-                        .collect();
-                    MeanSe::of(&v).mean
-                };
-                let xs: Vec<f64> = sizes.iter().map(|&s| (s as f64).log10()).collect();
-                let ys: Vec<f64> = sizes.iter().map(|&s| mean_at(s)).collect();
-                let label = if method == "full" {
-                    "full Laplace, each width".to_owned()
-                } else {
-                    format!("width {widest}, {method}")
-                };
-                panel
-                    .line(&xs, &ys, color)
-                    .points(&xs, &ys, color)
-                    .legend(label, color);
-            }
-            fig.panel(panel)
-        })
-}
-
 #[cfg(test)]
 mod tests {
+    use bdl_likelihoods::Likelihood;
+    use bdl_models::{Activation, Mlp, MlpSpec, Network};
+    use bdl_tensor::Seed;
+    use candle_core::{DType, Tensor};
+
+    use super::claims::groups;
     use super::*;
+    use crate::Profile;
     use crate::claim::Decision;
 
     fn row(width: usize, method: &str, s: usize, ll: f64) -> Row {
