@@ -23,7 +23,6 @@
 use anyhow::{Context as _, Result};
 use bdl_data::Standardizer;
 use bdl_eval::plot::{Figure, Panel};
-use bdl_eval::table::Table;
 use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
 use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates, Selection};
@@ -38,9 +37,15 @@ use candle_core::{DType, Device, Tensor};
 use faer::Mat;
 use serde::Serialize;
 
-use crate::claim::{self, Cite, Claim, Measured, Paper};
 use crate::concurrency::side_by_side;
-use crate::{Context, Entry, Outcome, Profile};
+use crate::{Context, Entry, Outcome};
+
+mod claims;
+mod report;
+mod settings;
+use claims::claims;
+use report::{map_table, seed_table, table};
+use settings::Settings;
 
 const LAMBDA: f64 = 3.0;
 
@@ -52,78 +57,6 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: false,
     lists_methods: false,
 };
-
-/// The settings of a profile.
-#[derive(Debug, Serialize)]
-struct Settings {
-    /// MLP widths.
-    widths: [usize; 4],
-    /// The prior precision λ of the MAP and the full-network Laplace.
-    lambda: f64,
-    /// Full-batch Adam steps to the MAP.
-    epochs: usize,
-    /// MAP seeds (initialisations): every Laplace method and rule is fitted on each MAP, and the
-    /// claims are decided over them; figures, tables and the VOGN and Gibbs subnetworks are
-    /// seed 0's.
-    map_seeds: u64,
-    /// Adam's step size for the MAP the methods use.
-    learning_rate: f64,
-    /// The MAP variants of the dead-unit table: (live initialisation, step size).
-    map_variants: Vec<(bool, f64)>,
-    /// Points of the evaluation grid.
-    grid: usize,
-    /// The subnetwork sizes, as fractions of the weights.
-    fractions: [(&'static str, f64); 3],
-    /// Subnetwork inference with other posteriors, over the Wasserstein (exact) and random
-    /// subnetworks of this size: VOGN (full batch, this many steps, this many weight samples
-    /// per step, its predictive from this many draws) and blocked Gibbs (node blocks restricted
-    /// to the subnetwork, pilot-tuned, this many sweeps, the first quarter discarded).
-    subset_fraction: (&'static str, f64),
-    vogn_steps: usize,
-    vogn_samples: usize,
-    predictive_draws: usize,
-    gibbs_sweeps: u64,
-}
-
-impl Settings {
-    fn of(profile: Profile) -> Self {
-        Self {
-            widths: [1, 50, 50, 1],
-            lambda: LAMBDA,
-            epochs: match profile {
-                Profile::Smoke => 50,
-                Profile::Quick | Profile::Paper => 10_000,
-            },
-            map_seeds: match profile {
-                Profile::Smoke => 2,
-                Profile::Quick => 3,
-                Profile::Paper => 5,
-            },
-            learning_rate: 3e-4,
-            map_variants: match profile {
-                Profile::Smoke => vec![(false, 3e-3)],
-                Profile::Quick => vec![(false, 3e-3)],
-                Profile::Paper => vec![(false, 3e-3), (false, 3e-4), (true, 3e-3), (true, 1e-3)],
-            },
-            grid: match profile {
-                Profile::Smoke => 40,
-                _ => 240,
-            },
-            fractions: [("50%", 0.5), ("3%", 0.03), ("1%", 0.01)],
-            subset_fraction: ("3%", 0.03),
-            vogn_steps: match profile {
-                Profile::Smoke => 20,
-                _ => 2000,
-            },
-            vogn_samples: 8,
-            predictive_draws: 200,
-            gibbs_sweeps: match profile {
-                Profile::Smoke => 40,
-                _ => 4000,
-            },
-        }
-    }
-}
 
 /// One method's row of `results.json`.
 #[derive(Debug, Serialize)]
@@ -762,203 +695,6 @@ fn variance_of(
         data_var: variance(x)?,
         selection: None,
     })
-}
-
-/// The paper's statements the claims test.
-const IN_BETWEEN: Cite = Cite {
-    paper: Paper::Daxberger2021,
-    place: "1-D toy regression",
-    quote: "",
-};
-const BEATS_RANDOM: Cite = Cite {
-    paper: Paper::Daxberger2021,
-    place: "1-D toy regression",
-    quote: "",
-};
-
-/// `value` of `method`'s row on every MAP seed that has one.
-fn over_seeds(seeds: &[SeedRows], method: &str, value: impl Fn(&Row) -> f64) -> Vec<f64> {
-    seeds
-        .iter()
-        .filter_map(|s| s.methods.iter().find(|r| r.method == method))
-        .map(value)
-        .collect()
-}
-
-/// Epistemic sd in the gap over sd at the data.
-fn gap_ratio(r: &Row) -> f64 {
-    r.gap_sd / r.data_sd.max(1e-12)
-}
-
-/// The paper's claims, decided over the MAP seeds: each a paired difference with its standard
-/// error over the seeds (undecided within one standard error, or with one seed).
-fn claims(seeds: &[SeedRows]) -> Vec<Claim> {
-    let n = seeds.len();
-    let full = over_seeds(seeds, "full", gap_ratio);
-    let mut claims = Vec::new();
-    for name in ["diagonal", "last layer"] {
-        let ratio = over_seeds(seeds, name, gap_ratio);
-        claims.push(Claim::new(
-            IN_BETWEEN,
-            format!("{name} loses the in-between uncertainty of the full Laplace"),
-            format!(
-                "gap/data sd ratio {:.2} vs full {:.2} ({n} MAP seeds)",
-                Measured::of(&ratio),
-                Measured::of(&full)
-            ),
-            claim::positive(Measured::paired(&full, &ratio)).described(format!(
-                "the full Laplace's gap/data sd ratio above the {name}'s, paired over the MAP \
-                 seeds, by more than one standard error (undecided within one)"
-            )),
-        ));
-    }
-    let distance = |r: &Row| r.distance_to_full;
-    for size in ["50%", "3%", "1%"] {
-        let random = over_seeds(seeds, &format!("random {size}"), distance);
-        for (rule, tag) in [
-            ("Wasserstein exact", ""),
-            ("Wasserstein diagonal", ""),
-            (INFORMED, "(isolating) "),
-            (INFORMED_FLOOR, "(isolating) "),
-            ("sensitivity", "(ours) "),
-        ] {
-            let name = format!("{rule} {size}");
-            let w = over_seeds(seeds, &name, distance);
-            let signal_free = over_seeds(seeds, &name, |r| {
-                r.uninformative_selected.unwrap_or(0) as f64
-            });
-            let s = seeds[0]
-                .methods
-                .iter()
-                .find(|r| r.method == name)
-                .map_or(0, |r| r.s);
-            claims.push(Claim::new(
-                BEATS_RANDOM,
-                format!("{tag}{name} subnet is closer to the full Laplace than random"),
-                format!(
-                    "distance {:.3} vs {:.3} ({n} MAP seeds; {:.1} of {s} selected weights \
-                     without signal on average)",
-                    Measured::of(&w),
-                    Measured::of(&random),
-                    Measured::of(&signal_free).mean,
-                ),
-                claim::positive(Measured::paired(&random, &w)).described(
-                    "distance to the full Laplace's predictive sd smaller than the random \
-                     subnet's, paired over the MAP seeds, by more than one standard error \
-                     (undecided within one)",
-                ),
-            ));
-        }
-    }
-    claims
-}
-
-/// Every Laplace method over the MAP seeds: mean ± standard error of its scores.
-fn seed_table(seeds: &[SeedRows]) -> String {
-    let mut t = Table::new([
-        "method",
-        "gap/data sd ratio",
-        "distance to full",
-        "selected without signal",
-    ]);
-    for r in &seeds[0].methods {
-        let values = |f: &dyn Fn(&Row) -> f64| Measured::of(&over_seeds(seeds, &r.method, f));
-        if over_seeds(seeds, &r.method, gap_ratio).len() < seeds.len() {
-            continue;
-        }
-        t.row([
-            r.method.clone(),
-            format!("{:.3}", values(&gap_ratio)),
-            format!("{:.3}", values(&|r: &Row| r.distance_to_full)),
-            r.uninformative_selected.map_or_else(
-                || "–".to_owned(),
-                |_| {
-                    format!(
-                        "{:.1}",
-                        values(&|r: &Row| r.uninformative_selected.unwrap_or(0) as f64).mean
-                    )
-                },
-            ),
-        ]);
-    }
-    format!(
-        "Over {} MAP seeds (initialisations; the table above and the figure are seed 0's): mean \
-         ± standard error over the seeds. The claims are decided on these, paired by seed.\n\n{}",
-        seeds.len(),
-        t.to_markdown()
-    )
-}
-
-fn table(rows: &[Row], sigma: f64) -> String {
-    let mut t = Table::new([
-        "method",
-        "s",
-        "λ",
-        "sd[f] in the gap",
-        "sd[f] at the data",
-        "distance to full",
-        "selected without signal",
-        "tied at boundary",
-    ]);
-    let opt = |v: Option<usize>| v.map_or_else(|| "–".to_owned(), |v| v.to_string());
-    for r in rows {
-        t.row([
-            r.method.clone(),
-            r.s.to_string(),
-            format!("{:.3}", r.prior_precision),
-            format!("{:.3}", r.gap_sd),
-            format!("{:.3}", r.data_sd),
-            format!("{:.3}", r.distance_to_full),
-            opt(r.uninformative_selected),
-            opt(r.tied_at_boundary),
-        ]);
-    }
-    format!(
-        "MLP 1-50-50-1 ReLU, λ = {LAMBDA}, σ fitted by maximum likelihood (σ = {sigma:.4}, standardised units); \
-         every posterior covers weights only (biases stay at the MAP) and subnetworks use λ_S = λ·S/D with D = 2,600 \
-         weights. \"Wasserstein exact\" ranks by the marginal variances of the full-covariance posterior (the paper's \
-         rule for this experiment), \"Wasserstein diagonal\" by the diagonal Laplace's, \"Wasserstein informed\" by the \
-         exact variances among the weights with a positive GGN diagonal, \"(h ≥ λ/100)\" among those whose GGN diagonal \
-         is at least λ/100, sensitivity (ours) by \
-         σ_d² Σ_n J_nd². sd[f] is the epistemic standard deviation of the linearized predictive; distance to full is \
-         the RMS relative difference of the predictive sd (noise included) from the full-covariance Laplace over the \
-         plotted grid. \"Selected without signal\" counts chosen weights whose exact marginal variance is within 10⁻⁹ \
-         of the prior's 1/λ (a zero or negligible GGN row: a zero diagonal of a positive semi-definite GGN means a \
-         zero row): both variance rules rank them first, the sensitivity score last.\n\n{}",
-        t.to_markdown()
-    )
-}
-
-/// The MAP variants: where the dead units come from.
-fn map_table(maps: &[MapRow]) -> String {
-    let mut t = Table::new([
-        "initialisation",
-        "Adam step",
-        "dead units at init",
-        "dead units at the MAP",
-        "weights without signal",
-        "loss",
-        "σ",
-        "used",
-    ]);
-    for m in maps {
-        t.row([
-            m.init.to_owned(),
-            format!("{:e}", m.learning_rate),
-            format!("{:?}", m.dead_at_init),
-            format!("{:?}", m.dead_at_map),
-            m.signal_free_weights.to_string(),
-            format!("{:.4}", m.loss),
-            format!("{:.4}", m.sigma),
-            if m.used { "yes" } else { "" }.to_owned(),
-        ]);
-    }
-    format!(
-        "MAP variants from seed 0, full-batch Adam, λ = {LAMBDA}: hidden units inactive at every training input \
-         (per hidden layer of 50), and weights with a zero GGN diagonal at the MAP. \"live\" redraws each dead unit's \
-         incoming weights at initialisation from the same distribution until it is active on some input.\n\n{}",
-        t.to_markdown()
-    )
 }
 
 #[cfg(test)]
