@@ -16,20 +16,23 @@
 
 use anyhow::{Context as _, Result};
 use bdl_data::blr::{self, BlrSet};
-use bdl_eval::metrics::MeanSe;
-use bdl_eval::plot::{Figure, Panel};
-use bdl_eval::table::Table;
 use bdl_inference::Validate;
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use bdl_variational::exact::{GaussHermite, LogisticData};
-use bdl_variational::{DiagGaussian, Method, VariationalConfig, fit};
+use bdl_variational::{DiagGaussian, VariationalConfig, fit};
 use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
-use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};
-use crate::{Context, Entry, Outcome, Profile};
+use crate::{Context, Entry, Outcome};
+
+mod claims;
+mod report;
+mod settings;
+use claims::claims;
+use report::{body, figure};
+use settings::Settings;
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {
@@ -119,67 +122,6 @@ fn toy_2d() -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     let (x, y) = draw(30)?;
     let (x_test, y_test) = draw(100)?;
     Ok((x, y, x_test, y_test))
-}
-
-/// The settings of a profile.
-#[derive(Debug, Serialize)]
-struct Settings {
-    /// The data sets, each with the paper's prior precision λ.
-    sets: Vec<(Set, f64)>,
-    /// Vadam's minibatch sizes M, smallest first.
-    batch_sizes: Vec<usize>,
-    /// VOGN's minibatch size.
-    vogn_batch_size: usize,
-    /// Restarts (seeds 0, 1, …) of every method and minibatch size.
-    restarts: usize,
-    /// Update steps of every run (rounded up to whole epochs).
-    steps: usize,
-    /// The step-size decay κ of α_t = α/(1 + t^κ).
-    lr_decay: f64,
-    /// Vadam and its hyper-parameters.
-    vadam: Method,
-    /// VOGN and its hyper-parameters.
-    vogn: Method,
-    /// Gauss–Hermite points of the exact ELBO and predictive.
-    quadrature_points: usize,
-    /// MF-Exact is maximised until the ELBO gradient is below this.
-    mf_exact_tolerance: f64,
-}
-
-impl Settings {
-    fn of(profile: Profile) -> Self {
-        let (batch_sizes, restarts, steps) = match profile {
-            Profile::Smoke => (vec![1, 64], 1, 200),
-            Profile::Quick => (vec![1, 8, 16, 32, 64], 5, 10_000),
-            Profile::Paper => (vec![1, 8, 16, 32, 64], 20, 50_000),
-        };
-        Self {
-            sets: Set::ALL.iter().map(|&s| (s, s.lambda())).collect(),
-            batch_sizes,
-            vogn_batch_size: 1,
-            restarts,
-            steps,
-            lr_decay: 0.55,
-            vadam: Method::vadam(0.1),
-            vogn: Method::Vogn {
-                learning_rate: 0.1,
-                beta: 0.01,
-            },
-            quadrature_points: 32,
-            mf_exact_tolerance: 1e-8,
-        }
-    }
-
-    /// Every (name, method, minibatch size) run of one restart: VOGN, then Vadam by M.
-    fn runs(&self) -> Vec<(&'static str, Method, usize)> {
-        std::iter::once(("VOGN", self.vogn.clone(), self.vogn_batch_size))
-            .chain(
-                self.batch_sizes
-                    .iter()
-                    .map(|&m| ("Vadam", self.vadam.clone(), m)),
-            )
-            .collect()
-    }
 }
 
 /// One method and minibatch size on one restart.
@@ -364,278 +306,10 @@ fn log_posterior_grid(
     (xs, ys, values)
 }
 
-fn stat(rows: &[Row], method: &str, m: usize, field: impl Fn(&Row) -> f64) -> MeanSe {
-    let v: Vec<f64> = rows
-        .iter()
-        .filter(|r| r.method == method && r.batch_size == m)
-        .map(field)
-        .collect();
-    MeanSe::of(&v)
-}
-
-/// Vadam's minibatch sizes in the rows, smallest first.
-fn vadam_sizes(rows: &[Row]) -> Vec<usize> {
-    let mut sizes: Vec<usize> = rows
-        .iter()
-        .filter(|r| r.method == "Vadam")
-        .map(|r| r.batch_size)
-        .collect();
-    sizes.sort_unstable();
-    sizes.dedup();
-    sizes
-}
-
-/// The symmetric KLs to MF-Exact of `method` at minibatch size `m`, by restart (paired by
-/// restart in the claims: a restart starts every run from the same seed).
-fn kls(rows: &[Row], method: &str, m: usize) -> Vec<(usize, f64)> {
-    let mut v: Vec<(usize, f64)> = rows
-        .iter()
-        .filter(|r| r.method == method && r.batch_size == m)
-        .map(|r| (r.restart, r.symmetric_kl))
-        .collect();
-    v.sort_by_key(|&(restart, _)| restart);
-    v
-}
-
-/// The mean of the second fields.
-fn mean_of(v: &[(usize, f64)]) -> f64 {
-    v.iter().map(|p| p.1).sum::<f64>() / v.len() as f64
-}
-
-/// How close VOGN-1 and Vadam at the smallest M must be to "closely match": within this
-/// fraction of the distance Vadam covers between the smallest and the largest M.
-const MATCH: f64 = 0.25;
-
-/// The paper's statements the claims test.
-const SMALLER_M: Cite = Cite {
-    paper: Paper::Khan2018,
-    place: "Fig. 2",
-    quote: "",
-};
-const VOGN_MATCH: Cite = Cite {
-    paper: Paper::Khan2018,
-    place: "Fig. 2",
-    quote: "",
-};
-
-/// The paper's claims on one data set, decided on the symmetric KL to MF-Exact paired by
-/// restart: as a trend over every M (the KL rises from each M to the next), the smallest M
-/// against the largest, and VOGN-1 closely matching Vadam at the smallest M.
-fn claims(set: Set, rows: &[Row]) -> Vec<Claim> {
-    let name = set.name();
-    let sizes = vadam_sizes(rows);
-    let vadam: Vec<Vec<(usize, f64)>> = sizes.iter().map(|&m| kls(rows, "Vadam", m)).collect();
-    let (smallest, largest) = (
-        sizes.first().copied().unwrap_or(0),
-        sizes.last().copied().unwrap_or(0),
-    );
-    let none = Vec::new();
-    let (small, large) = (
-        vadam.first().unwrap_or(&none),
-        vadam.last().unwrap_or(&none),
-    );
-    let steps: Vec<Decision> = vadam
-        .windows(2)
-        .map(|w| claim::decide_positive(Measured::paired_by(&w[1], &w[0])))
-        .collect();
-    let trend = if steps.is_empty() {
-        Decision::Fails
-    } else {
-        claim::all(&steps)
-    };
-    let vogn = kls(rows, "VOGN", 1);
-    let span = (mean_of(large) - mean_of(small)).abs();
-    let tolerance = MATCH * span;
-    let listed = format!(
-        "sym. KL at M = {}: {}",
-        sizes
-            .iter()
-            .map(|m| m.to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
-        vadam
-            .iter()
-            .map(|v| format!("{:.4}", mean_of(v)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    );
-    let matched = if span.is_finite() {
-        claim::close(Measured::paired_by(&vogn, small), tolerance)
-    } else {
-        Verdict::new(Decision::Fails, "")
-    };
-    vec![
-        Claim::new(
-            SMALLER_M,
-            format!("{name}: Vadam gets closer to MF-Exact as the minibatch shrinks (trend)"),
-            listed.clone(),
-            Verdict::new(
-                trend,
-                "the symmetric KL to MF-Exact rises from every minibatch size to the next larger \
-                 one, each step's paired difference over restarts by more than one standard \
-                 error (undecided where a step is within one and none is contrary)",
-            ),
-        ),
-        Claim::new(
-            SMALLER_M,
-            format!(
-                "{name}: Vadam at the smallest minibatch is closer to MF-Exact than at the largest"
-            ),
-            listed,
-            claim::positive(Measured::paired_by(large, small)).described(format!(
-                "symmetric KL to MF-Exact at the smallest M ({smallest}) below that at the \
-                 largest ({largest}), paired over restarts, by more than one standard error \
-                 (undecided within one)"
-            )),
-        ),
-        Claim::new(
-            VOGN_MATCH,
-            format!("{name}: VOGN with M = 1 closely matches Vadam at the smallest minibatch"),
-            format!(
-                "sym. KL {:.4} vs Vadam-{smallest} {:.4}: paired difference {:.4}",
-                mean_of(&vogn),
-                mean_of(small),
-                Measured::paired_by(&vogn, small)
-            ),
-            Verdict::new(
-                matched.decision,
-                format!(
-                    "the paired difference of the symmetric KLs, ± one standard error, within \
-                     {MATCH} of the distance Vadam's mean KL covers from M = {smallest} to \
-                     M = {largest} (here {tolerance:.4}); fails when wholly outside, undecided \
-                     when it straddles"
-                ),
-            ),
-        ),
-    ]
-}
-
-/// One data set's section: the setting and the table of every method and minibatch size.
-fn body(f: &Fitted, settings: &Settings) -> String {
-    let rows = &f.rows;
-    let mut t = Table::new([
-        "method",
-        "M",
-        "train ELBO",
-        "test log-loss",
-        "sym. KL to MF-Exact",
-    ]);
-    let mut keys: Vec<(String, usize)> = Vec::new();
-    for r in rows {
-        if !keys
-            .iter()
-            .any(|(m, b)| *m == r.method && *b == r.batch_size)
-        {
-            keys.push((r.method.clone(), r.batch_size));
-        }
-    }
-    for (method, m) in &keys {
-        t.row([
-            method.clone(),
-            if method == "MF-Exact" {
-                "full".into()
-            } else {
-                m.to_string()
-            },
-            format!("{:.3}", stat(rows, method, *m, |r| r.elbo)),
-            format!("{:.4}", stat(rows, method, *m, |r| r.test_log_loss)),
-            format!("{:.4}", stat(rows, method, *m, |r| r.symmetric_kl)),
-        ]);
-    }
-    format!(
-        "## {}\n\n{} training and {} test examples, {} features, λ = {}; {} restarts of {} steps \
-         each, α_t = α/(1 + t^{}); mean ± standard error over restarts; MF-Exact maximises the \
-         exact ELBO (Gauss–Hermite, {} points).\n\n{}",
-        f.set.name(),
-        f.n_train,
-        f.n_test,
-        f.features,
-        f.set.lambda(),
-        settings.restarts,
-        settings.steps,
-        settings.lr_decay,
-        settings.quadrature_points,
-        t.to_markdown()
-    )
-}
-
-const COLORS: [&str; 7] = [
-    "#000000", "#d62728", "#1f77b4", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b",
-];
-
-/// Box plots over restarts of the symmetric KL, the test log-loss and the ELBO by run; on the
-/// toy set, the Gaussians over the exact posterior's contours.
-fn figure(f: &Fitted) -> Figure {
-    let rows = &f.rows;
-    let sizes = vadam_sizes(rows);
-    // x = 0 for VOGN-1, then log2 M + 1 for Vadam at M.
-    let runs: Vec<(&str, usize, f64)> = std::iter::once(("VOGN", 1, 0.0))
-        .chain(sizes.iter().map(|&m| ("Vadam", m, (m as f64).log2() + 1.0)))
-        .collect();
-    let boxes = |title: &str, y: &str, field: fn(&Row) -> f64| {
-        let mut panel = Panel::new(format!("{title}, {}", f.set.name()));
-        panel.labels("0: VOGN-1; log2 M + 1: Vadam-M", y);
-        for &(method, m, x) in &runs {
-            let values: Vec<f64> = rows
-                .iter()
-                .filter(|r| r.method == method && r.batch_size == m)
-                .map(field)
-                .collect();
-            panel.boxes(
-                x,
-                &values,
-                if method == "VOGN" {
-                    "#d62728"
-                } else {
-                    "#1f77b4"
-                },
-            );
-        }
-        panel
-    };
-    let mut figure = Figure::new(2)
-        .panel(boxes("symmetric KL to MF-Exact", "sym. KL", |r| {
-            r.symmetric_kl
-        }))
-        .panel(boxes("test log-loss", "log-loss", |r| r.test_log_loss))
-        .panel(boxes("training ELBO", "ELBO", |r| r.elbo));
-    if let Some(toy) = &f.toy {
-        let (xs, ys, values) = &toy.grid;
-        let peak = values
-            .iter()
-            .flatten()
-            .copied()
-            .fold(f64::NEG_INFINITY, f64::max);
-        let mut panel = Panel::new("the posterior of the toy set: exact and mean-field");
-        panel.labels("w₁", "w₂").y_range(ys[0], ys[ys.len() - 1]);
-        // Where a Gaussian's density is e^{-k²/2} of its peak: k = 1, 2, 3.
-        for k in [1.0, 2.0, 3.0] {
-            panel.contour(xs, ys, values, peak - 0.5 * k * k, "#999999");
-        }
-        panel.legend("exact posterior (1, 2, 3 sd)", "#999999");
-        for ((name, q), color) in toy.gaussians.iter().zip(COLORS.iter().cycle()) {
-            for k in [1.0, 2.0] {
-                let (ex, ey): (Vec<f64>, Vec<f64>) = (0..=64)
-                    .map(|i| {
-                        let t = std::f64::consts::TAU * i as f64 / 64.0;
-                        (
-                            q.mean[0] + k * q.var[0].sqrt() * t.cos(),
-                            q.mean[1] + k * q.var[1].sqrt() * t.sin(),
-                        )
-                    })
-                    .unzip();
-                panel.line(&ex, &ey, color);
-            }
-            panel.legend(name.clone(), color);
-        }
-        figure = figure.panel(panel);
-    }
-    figure
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::claim::Decision;
 
     fn row(method: &str, batch_size: usize, restart: usize, symmetric_kl: f64) -> Row {
         Row {
