@@ -34,6 +34,10 @@
 //! paper profile's ten chains can be sampled in separate sessions or on separate machines
 //! (`--shard K/N`, then `--merge`) and only the small unit files carried between them.
 
+mod claims;
+mod report;
+mod settings;
+
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
@@ -50,16 +54,12 @@ use bdl_models::{Activation, Mlp, MlpSpec, Model as _, Network};
 use bdl_tensor::Seed;
 use serde::{Deserialize, Serialize};
 
+use self::report::report;
+use self::settings::Settings;
 use crate::concurrency::side_by_side;
 use crate::gibbs_xor::{ChainProgress, accuracy, summarise};
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
-
-mod claims;
-mod report;
-mod settings;
-use report::report;
-use settings::Settings;
 
 const WIDTHS: &[usize] = &[784, 10, 10, 10, 10];
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };

@@ -22,6 +22,10 @@
 //! scenarios on the small noisy XOR set (500 training, 120 test points) with 2 chains of 50
 //! iterations.
 
+mod claims;
+mod report;
+mod settings;
+
 use std::path::Path;
 use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
@@ -42,16 +46,12 @@ use candle_core::DType;
 use indicatif::ProgressBar;
 use serde::{Deserialize, Serialize};
 
+use self::claims::claims;
+pub(crate) use self::claims::{BLOCKING, DEPTH};
+use self::report::{figure, folder_name, table};
+use self::settings::Settings;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-pub(crate) use claims::{BLOCKING, DEPTH};
-use report::{figure, folder_name, table};
-use settings::Settings;
 
 /// The proposal variance of minibatch sampling (and of the blocking comparison).
 const MINIBATCH_VARIANCE: f64 = 0.04;

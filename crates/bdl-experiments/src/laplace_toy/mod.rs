@@ -20,6 +20,10 @@
 //! the weights without any data signal (dead units), which every variance-based rule then picks
 //! first. A table of MAP variants (initialisation × step size) shows the dead units of each.
 
+mod claims;
+mod report;
+mod settings;
+
 use anyhow::{Context as _, Result};
 use bdl_data::Standardizer;
 use bdl_eval::plot::{Figure, Panel};
@@ -37,15 +41,11 @@ use candle_core::{DType, Device, Tensor};
 use faer::Mat;
 use serde::Serialize;
 
+use self::claims::claims;
+use self::report::{map_table, seed_table, table};
+use self::settings::Settings;
 use crate::concurrency::side_by_side;
 use crate::{Context, Entry, Outcome};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-use report::{map_table, seed_table, table};
-use settings::Settings;
 
 const LAMBDA: f64 = 3.0;
 

@@ -16,6 +16,10 @@
 //! width claims: the size curve, whether the widest model's largest Wasserstein subnetwork beats
 //! its smallest.
 
+mod claims;
+mod report;
+mod settings;
+
 use anyhow::{Context as _, Result};
 use bdl_baselines::{SwagConfig, train_swag};
 use bdl_data::StandardizedSplit;
@@ -30,17 +34,13 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
+use self::claims::claims;
+use self::report::{figure, protocol_checks, table};
+use self::settings::Settings;
 use crate::concurrency::side_by_side;
 use crate::listed::Listed;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-use report::{figure, protocol_checks, table};
-use settings::Settings;
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {

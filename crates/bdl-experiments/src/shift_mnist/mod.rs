@@ -29,6 +29,10 @@
 //! OOD AUROC of the predictive entropy (Fashion-MNIST against MNIST at 0°); reliability diagrams
 //! at 0° and 60°.
 
+mod claims;
+mod report;
+mod settings;
+
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -53,18 +57,14 @@ use bdl_variational::VariationalConfig;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
+use self::claims::claims;
+use self::report::{body, figure, present, reliability_figure};
+use self::settings::{SCALED_PRIOR, ScaledPriorSettings, Settings};
 use crate::concurrency::side_by_side;
 use crate::gibbs_mnist::main_chain;
 use crate::listed::Listed;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-use report::{body, figure, present, reliability_figure};
-use settings::{SCALED_PRIOR, ScaledPriorSettings, Settings};
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {

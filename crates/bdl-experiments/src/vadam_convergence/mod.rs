@@ -24,6 +24,10 @@
 //! τ ∈ {0, 0.25, 0.5, 0.75, 1} (τ = 1 variational inference, τ = 0 variational optimisation,
 //! σ = 0), its final test log-loss and accuracy against τ.
 
+mod claims;
+mod report;
+mod settings;
+
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
@@ -37,15 +41,11 @@ use bdl_variational::{Method, VariationalConfig, fit_monitored};
 use candle_core::DType;
 use serde::Serialize;
 
+use self::claims::claims;
+use self::report::{body, figure};
+use self::settings::{Protocol, Settings};
 use crate::concurrency::side_by_side;
 use crate::{Context, Entry, Outcome};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-use report::{body, figure};
-use settings::{Protocol, Settings};
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {

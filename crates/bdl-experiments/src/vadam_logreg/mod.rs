@@ -14,6 +14,10 @@
 //! shrinks Vadam approaches VOGN-1, which approaches MF-Exact; it is checked as a trend over
 //! all five M.
 
+mod claims;
+mod report;
+mod settings;
+
 use anyhow::{Context as _, Result};
 use bdl_data::blr::{self, BlrSet};
 use bdl_inference::Validate;
@@ -25,14 +29,10 @@ use bdl_variational::{DiagGaussian, VariationalConfig, fit};
 use candle_core::{DType, Device, Tensor};
 use serde::Serialize;
 
+use self::claims::claims;
+use self::report::{body, figure};
+use self::settings::Settings;
 use crate::{Context, Entry, Outcome};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-use report::{body, figure};
-use settings::Settings;
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {

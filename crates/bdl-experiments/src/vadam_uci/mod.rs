@@ -20,7 +20,10 @@
 //!
 //! The smoke profile runs Boston alone, two splits, a 2 × 1 grid, 2 epochs and 10 test samples.
 
+mod claims;
 mod listed;
+mod report;
+mod settings;
 
 use std::cmp::Ordering;
 
@@ -37,16 +40,12 @@ use bdl_variational::{MeanField, Method, VariationalConfig, fit_monitored};
 use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
+use self::claims::claims;
+use self::report::{body, convergence_figure};
+use self::settings::{Selection, Settings, batching};
 use crate::concurrency::side_by_side;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome};
-
-mod claims;
-mod report;
-mod settings;
-use claims::claims;
-use report::{body, convergence_figure};
-use settings::{Selection, Settings, batching};
 
 const HIDDEN: usize = 50;
 const LEARNING_RATE: f64 = 0.01;

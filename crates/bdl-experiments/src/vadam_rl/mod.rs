@@ -19,28 +19,28 @@
 //! few episodes, the mean actor's average return from fixed start states (the same for every
 //! method and seed). Seeds are independent units (resumable, shardable).
 
+mod claims;
 mod ddpg;
 mod pendulum;
+mod report;
+mod settings;
 
 use std::time::Instant;
 
-use std::collections::BTreeMap;
-
 use anyhow::{Context as _, Result};
 use bdl_eval::metrics::MeanSe;
-use bdl_eval::plot::{Figure, PALETTE, Panel};
-use bdl_eval::table::Table;
 use bdl_tensor::Seed;
-use bdl_variational::{Method, VariationalConfig};
 use candle_core::{Device, Tensor};
 use serde::{Deserialize, Serialize};
 
-use self::ddpg::{Agent, DdpgConfig, Exploration};
+use self::claims::claims;
+use self::ddpg::{Agent, Exploration};
 use self::pendulum::{EPISODE, OBSERVATION, Pendulum};
-use crate::claim::{self, Cite, Claim, Measured, Paper, Verdict};
+use self::report::{body, figure};
+use self::settings::Settings;
 use crate::concurrency::side_by_side;
 use crate::units::Units;
-use crate::{Context, Entry, Outcome, Profile};
+use crate::{Context, Entry, Outcome};
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {
@@ -51,66 +51,6 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
 };
-
-/// The settings of a profile.
-#[derive(Debug, Serialize)]
-struct Settings {
-    episodes: usize,
-    seeds: usize,
-    /// The mean actor is evaluated after every this many episodes (and before the first).
-    eval_every: usize,
-    /// Start states of each evaluation.
-    eval_starts: usize,
-    ddpg: DdpgConfig,
-    explorations: Vec<Exploration>,
-}
-
-impl Settings {
-    fn of(profile: Profile) -> Self {
-        let (episodes, seeds, hidden, eval_starts) = match profile {
-            Profile::Smoke => (2, 1, 8, 2),
-            Profile::Quick => (60, 3, 64, 5),
-            Profile::Paper => (150, 5, 64, 10),
-        };
-        let variational = |method: Method, init_precision: f64| VariationalConfig {
-            init_precision: Some(init_precision),
-            ..VariationalConfig::new(method, PRIOR_PRECISION, 1, 1)
-        };
-        Self {
-            episodes,
-            seeds,
-            eval_every: 5.min(episodes),
-            eval_starts,
-            ddpg: DdpgConfig {
-                hidden,
-                discount: 0.99,
-                target_rate: 0.005,
-                batch_size: 64,
-                capacity: 100_000,
-                actor_lr: 1e-3,
-                critic_lr: 1e-3,
-            },
-            explorations: vec![
-                Exploration::None,
-                Exploration::Action { sigma: 0.1 },
-                Exploration::Parameter {
-                    config: variational(Method::vadam(1e-3), INIT_PRECISION),
-                    examples: VADAM_EXAMPLES,
-                },
-                Exploration::Parameter {
-                    config: variational(
-                        Method::VadaGrad {
-                            learning_rate: VADAGRAD_LR,
-                            beta2: 0.999,
-                        },
-                        INIT_PRECISION,
-                    ),
-                    examples: VADAM_EXAMPLES,
-                },
-            ],
-        }
-    }
-}
 
 /// λ of the actor's prior N(0, λ⁻¹ I): a standard deviation of 0.1, the scale of the initial
 /// weights (fan-in 64), and the largest σ Vadam can reach.
@@ -266,152 +206,11 @@ fn last(run: &Run) -> f64 {
     *run.eval_returns.last().expect("evaluated before training")
 }
 
-fn body(runs: &[Run], settings: &Settings) -> String {
-    let mut t = Table::new([
-        "exploration",
-        "mean-actor return, first half",
-        "mean-actor return, last",
-        "training-episode return, last 10",
-        "seconds per run",
-    ]);
-    for e in &settings.explorations {
-        let of = runs_of(runs, &e.name());
-        t.row([
-            e.name(),
-            format!("{:.1}", over_seeds(&of, early)),
-            format!("{:.1}", over_seeds(&of, last)),
-            format!(
-                "{:.1}",
-                over_seeds(&of, |r| mean(
-                    &r.train_returns[r.train_returns.len().saturating_sub(10)..]
-                ))
-            ),
-            format!("{:.0}", over_seeds(&of, |r| r.seconds)),
-        ]);
-    }
-    let d = &settings.ddpg;
-    format!(
-        "Pendulum swing-up (200 steps per episode; the best return is near −150), {} episodes, \
-         {} seeds (mean ± standard error). DDPG: actor and critic MLPs with two hidden layers of \
-         {} ReLU units, γ = {}, τ = {}, minibatches of {}, replay capacity {}, Adam at {} (actor) \
-         and {} (critic); learning starts once the buffer holds a minibatch, collected by each \
-         rule's own behaviour policy. Vadam: α = 10⁻³, λ = {PRIOR_PRECISION}, N = \
-         {VADAM_EXAMPLES}; VadaGrad: α = {VADAGRAD_LR}, γ₂ = 0.999; both start at σ₁ = 0.05 \
-         (initial precision {INIT_PRECISION}) and act one weight sample per episode. The mean \
-         actor is evaluated every {} episodes from {} fixed start states.\n\n{}\n\
-         The paper's environment is MuJoCo's Half-Cheetah, which is not available offline; the \
-         pendulum is the stand-in, so the paper's numbers do not transfer, only the comparison.\n",
-        settings.episodes,
-        settings.seeds,
-        d.hidden,
-        d.discount,
-        d.target_rate,
-        d.batch_size,
-        d.capacity,
-        d.actor_lr,
-        d.critic_lr,
-        settings.eval_every,
-        settings.eval_starts,
-        t.to_markdown()
-    )
-}
-
-/// The paper's statement the claim tests.
-const EXPLORATION: Cite = Cite {
-    paper: Paper::Khan2018,
-    place: "Abstract",
-    quote: "the weight-perturbation in our algorithm could be useful for exploration in \
-            reinforcement learning",
-};
-
-/// The early returns (the mean actor's, over the first half of training) of exploration
-/// `name`, by seed.
-fn early_by_seed(runs: &[Run], name: &str) -> BTreeMap<usize, f64> {
-    runs_of(runs, name)
-        .into_iter()
-        .map(|r| (r.seed, early(r)))
-        .collect()
-}
-
-/// The paper's claim: weight perturbation from Vadam and from VadaGrad learns faster than no
-/// exploration, decided on the mean actor's return over the first half of training, paired by
-/// seed (the seed fixes the start states and the critic's initialisation).
-fn claims(runs: &[Run], settings: &Settings) -> Vec<Claim> {
-    let plain = early_by_seed(runs, &settings.explorations[0].name());
-    let mut parts = Vec::new();
-    let mut ours = Vec::new();
-    for e in &settings.explorations[2..] {
-        let noisy = early_by_seed(runs, &e.name());
-        let (a, b): (Vec<f64>, Vec<f64>) = noisy
-            .iter()
-            .filter_map(|(seed, v)| plain.get(seed).map(|p| (*v, *p)))
-            .unzip();
-        let d = Measured::paired(&a, &b);
-        parts.push(claim::decide_positive(d));
-        ours.push(format!("{} − no noise {d:.1}", e.name()));
-    }
-    let plain_mean = Measured::of(&plain.values().copied().collect::<Vec<_>>());
-    vec![Claim::new(
-        EXPLORATION,
-        "exploring by Vadam's and VadaGrad's weight perturbation learns faster than no noise",
-        format!(
-            "mean-actor return over the first half of training, paired by seed: {} (no noise \
-             {plain_mean:.1}, {} seeds)",
-            ours.join(", "),
-            plain.len()
-        ),
-        Verdict::new(
-            claim::all(&parts),
-            "for each weight-noise rule, the mean over seeds of its paired difference to no \
-             noise in the mean-actor return averaged over the first half of training positive \
-             by more than one standard error (undecided within one)",
-        ),
-    )]
-}
-
-fn figure(runs: &[Run], settings: &Settings) -> Figure {
-    let mut eval = Panel::new("mean actor: average return from fixed starts");
-    eval.labels("episode", "return");
-    let mut behaviour = Panel::new("training episodes: return of the behaviour policy");
-    behaviour.labels("episode", "return");
-    let mut sigma = Panel::new("weight noise: mean σ of the actor's weights");
-    sigma.labels("episode", "mean σ");
-    let eval_at: Vec<f64> = (0..=settings.episodes / settings.eval_every)
-        .map(|k| (k * settings.eval_every) as f64)
-        .collect();
-    let episodes: Vec<f64> = (1..=settings.episodes).map(|e| e as f64).collect();
-    for (e, color) in settings.explorations.iter().zip(PALETTE) {
-        let of = runs_of(runs, &e.name());
-        let curve = |series: fn(&Run) -> &[f64], len: usize| -> [Vec<f64>; 3] {
-            let stats: Vec<MeanSe> = (0..len)
-                .map(|i| over_seeds(&of, |r| series(r)[i]))
-                .collect();
-            [
-                stats.iter().map(|s| s.mean).collect(),
-                stats.iter().map(|s| s.mean - s.se).collect(),
-                stats.iter().map(|s| s.mean + s.se).collect(),
-            ]
-        };
-        let [m, lo, hi] = curve(|r| &r.eval_returns, eval_at.len());
-        eval.band(&eval_at, &lo, &hi, color)
-            .line(&eval_at, &m, color)
-            .legend(e.name(), color);
-        let [m, lo, hi] = curve(|r| &r.train_returns, episodes.len());
-        behaviour
-            .band(&episodes, &lo, &hi, color)
-            .line(&episodes, &m, color)
-            .legend(e.name(), color);
-        if let Exploration::Parameter { .. } = e {
-            let [m, ..] = curve(|r| &r.mean_sigma, episodes.len());
-            sigma.line(&episodes, &m, color).legend(e.name(), color);
-        }
-    }
-    Figure::new(3).panel(eval).panel(behaviour).panel(sigma)
-}
-
 #[cfg(test)]
 mod tests {
+    use super::ddpg::Exploration;
     use super::*;
+    use crate::Profile;
     use crate::claim::Decision;
 
     fn run(method: &str, seed: usize, eval: &[f64]) -> Run {
