@@ -11,16 +11,21 @@
 //! (AUROC: 0.5 no better than chance, 1 every wrong prediction more uncertain than every
 //! correct one).
 
+mod claims;
+mod report;
+mod settings;
+
 use anyhow::Result;
 use bdl_data::mnist::Collection;
 use bdl_eval::metrics;
 use bdl_eval::plot::{Figure, ImageCell, Panel, image_grid};
-use bdl_eval::table::Table;
 use bdl_inference::{Posterior, PredictOptions};
 use bdl_mcmc::Keep;
 use serde::Serialize;
 
-use crate::claim::{self, Cite, Claim, Measured, Paper};
+use self::claims::claims;
+use self::report::table;
+use self::settings::Settings;
 use crate::gibbs_mnist::{MainChain, main_chain};
 use crate::{Context, Entry, Outcome};
 
@@ -42,15 +47,6 @@ const AMBIGUOUS: usize = 100;
 const TOP_TWO: f64 = 0.75;
 /// The AUROC of entropy for wrong against correct predictions must reach this.
 const SEPARATION: f64 = 0.7;
-
-/// The settings in `results.json` (the chain's are `gibbs-mnist`'s).
-#[derive(Debug, Serialize)]
-struct Settings {
-    shown: usize,
-    ambiguous: usize,
-    top_two_at_least: f64,
-    auroc_at_least: f64,
-}
 
 /// One collection's results.
 #[derive(Debug, Serialize)]
@@ -262,115 +258,6 @@ fn top_two(p: &[f64]) -> [(usize, f64); 2] {
     let mut order: Vec<usize> = (0..p.len()).collect();
     order.sort_by(|&a, &b| p[b].total_cmp(&p[a]));
     [0, 1].map(|k| order.get(k).map_or((0, 0.0), |&c| (c, p[c])))
-}
-
-fn table(rows: &[Row]) -> String {
-    let mut t = Table::new([
-        "data",
-        "chain",
-        "acceptance per layer",
-        "test accuracy",
-        "entropy, correct",
-        "entropy, wrong",
-        "AUROC (wrong by entropy)",
-        "AUROC, last draw alone",
-        &format!("true class in the top two, {AMBIGUOUS} most ambiguous"),
-    ]);
-    for r in rows {
-        t.row([
-            r.data.folder().to_owned(),
-            format!(
-                "batch {}, {} iterations, last {}",
-                r.batch_size, r.iterations, r.prediction_window
-            ),
-            crate::gibbs_xor::list(&r.layer_acceptance, 3),
-            format!("{:.3}", r.test_accuracy),
-            format!("{:.3}", r.entropy_correct),
-            format!("{:.3}", r.entropy_wrong),
-            format!("{:.3}", r.auroc_wrong_by_entropy),
-            format!("{:.3}", r.auroc_single_draw),
-            format!(
-                "{:.2} ({} wrong by argmax)",
-                r.ambiguous_top_two, r.ambiguous_wrong
-            ),
-        ]);
-    }
-    format!(
-        "The main chain of `gibbs-mnist` on each collection, its Bayesian marginal over the \
-         last iterations; ambiguity is the margin between the two highest predictive \
-         probabilities. The images with the smallest margins are in `ambiguous-*.svg`, the \
-         entropy by correctness in `entropy-*.svg`.\n\n{}",
-        t.to_markdown()
-    )
-}
-
-/// The paper's statements the claims test.
-const AMBIGUITY: Cite = Cite {
-    paper: Paper::Papamarkou2023,
-    place: "Fig. 8",
-    quote: "",
-};
-const NON_CONVERGENT_UQ: Cite = Cite {
-    paper: Paper::Papamarkou2023,
-    place: "Abstract",
-    quote: "Moreover, non-convergent chain realizations aid in the quantification of predictive \
-            uncertainty.",
-};
-
-/// The AUROC of one row's scores with its Hanley–McNeil standard error.
-fn auroc(value: f64, wrong: usize, images: usize) -> Measured {
-    Measured::auroc(value, wrong, images - wrong)
-}
-
-/// The paper's statements, decided on one collection's row, and the control: the chain's
-/// marginal against its last draw alone.
-fn claims(r: &Row) -> Vec<Claim> {
-    let name = r.data.folder();
-    let marginal = auroc(r.auroc_wrong_by_entropy, r.wrong, r.test_images);
-    let single = auroc(r.auroc_single_draw, r.single_draw_wrong, r.test_images);
-    let ambiguous = Measured::proportion(r.ambiguous_top_two, AMBIGUOUS);
-    vec![
-        Claim::new(
-            NON_CONVERGENT_UQ,
-            format!("{name}: the posterior predictive is more uncertain where it is wrong"),
-            format!(
-                "mean entropy {:.3} (correct) vs {:.3} (wrong); AUROC {marginal}",
-                r.entropy_correct, r.entropy_wrong
-            ),
-            claim::positive(marginal.less_value(SEPARATION)).described(format!(
-                "the entropy's AUROC for telling wrong predictions from correct ones above \
-                 {SEPARATION} by more than its (Hanley–McNeil) standard error (undecided within \
-                 one)"
-            )),
-        ),
-        Claim::new(
-            NON_CONVERGENT_UQ,
-            format!(
-                "{name} (control): marginalising over the chain separates wrong from correct \
-                 predictions better than one draw of it"
-            ),
-            format!("AUROC {marginal} (marginal) vs {single} (last draw alone)"),
-            claim::greater(marginal, single).described(
-                "the marginal's AUROC above the last draw's by more than one standard error of \
-                 the difference (undecided within one): the entropy of any single network \
-                 separates them somewhat, so this is what the posterior adds",
-            ),
-        ),
-        Claim::new(
-            AMBIGUITY,
-            format!("{name}: an ambiguous image gets its true class among its two top classes"),
-            format!(
-                "{ambiguous:.2} of the {AMBIGUOUS} smallest-margin test images have the true \
-                 class in the top two ({} of them wrong by argmax)",
-                r.ambiguous_wrong
-            ),
-            claim::positive(ambiguous.less_value(TOP_TWO)).described(format!(
-                "the true class is one of the two top classes for more than {TOP_TWO} of the \
-                 {AMBIGUOUS} test images with the smallest margin, by more than the binomial \
-                 standard error (undecided within one)"
-            )),
-        ),
-    ]
 }
 
 #[cfg(test)]
