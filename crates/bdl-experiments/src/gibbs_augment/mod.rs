@@ -18,17 +18,21 @@
 //! training image is transformed once (a fixed augmented training set), so that the chain's
 //! target stays one posterior.
 
+mod claims;
+mod report;
+mod settings;
+
 use anyhow::Result;
 use bdl_data::mnist::Collection;
-use bdl_data::transforms::{Param, Transform};
-use bdl_eval::table::Table;
 use bdl_mcmc::Keep;
 use serde::{Deserialize, Serialize};
 
-use crate::claim::{self, Cite, Claim, Measured, Paper};
+use self::claims::claims;
+use self::report::table;
+use self::settings::{Settings, SingleSettings, augmentation, transformations};
 use crate::concurrency::side_by_side;
-use crate::gibbs_mnist::{MainChain, main_chain, test_images};
-use crate::gibbs_xor::{list, summarise};
+use crate::gibbs_mnist::{MainChain, main_chain};
+use crate::gibbs_xor::summarise;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome, Profile};
 
@@ -41,40 +45,6 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
 };
-
-/// The paper's augmentation.
-fn augmentation() -> Vec<Transform> {
-    vec![
-        Transform::Rotate {
-            degrees: Param::Uniform {
-                low: -30.0,
-                high: 30.0,
-            },
-        },
-        Transform::GaussianBlur {
-            kernel_size: 9,
-            sigma: Param::Uniform {
-                low: 1.0,
-                high: 1.5,
-            },
-        }
-        .with_probability(0.9),
-        Transform::Invert.with_probability(0.5),
-    ]
-}
-
-/// The paper's statement the claims test.
-const HURTS: Cite = Cite {
-    paper: Paper::Papamarkou2023,
-    place: "Table 4",
-    quote: "",
-};
-
-/// The settings in `results.json` (the chains' are `gibbs-mnist`'s).
-#[derive(Debug, Serialize)]
-struct Settings {
-    augmentation: Vec<Transform>,
-}
 
 /// One chain's results (a unit of the run).
 #[derive(Debug, Serialize, Deserialize)]
@@ -109,24 +79,6 @@ fn row(main: &MainChain, collection: Collection, augmented: bool) -> Result<Row>
         wall_s: main.wall_s,
         resumed_at: main.resumed_at,
     })
-}
-
-/// The paper's three transformations, each alone (Table 4 has a column for each), with the
-/// probability it has in the combined augmentation.
-fn transformations() -> Vec<(&'static str, Vec<Transform>)> {
-    let all = augmentation();
-    ["rotation", "blur", "inversion"]
-        .into_iter()
-        .zip(all)
-        .map(|(name, t)| (name, vec![t]))
-        .collect()
-}
-
-/// The settings of the single-transformation chains' units (their own, so that the four chains
-/// saved before them stay valid).
-#[derive(Debug, Serialize)]
-struct SingleSettings {
-    transformations: Vec<(&'static str, Vec<Transform>)>,
 }
 
 /// One chain of the run: the plain or the combined-augmentation chain of a collection, or a
@@ -243,103 +195,4 @@ fn run(ctx: &Context) -> Result<Outcome> {
     )?
     .body(body)
     .claims(claims))
-}
-
-/// The report's table: every chain's acceptance and test accuracy, under the protocol.
-fn table(rows: &[Row], chains: &[Chain], name: &dyn Fn(&Chain) -> &'static str) -> String {
-    let mut t = Table::new([
-        "data",
-        "training images",
-        "chain",
-        "acceptance per layer",
-        "test accuracy",
-        "wall time (s)",
-    ]);
-    for (r, chain) in rows.iter().zip(chains) {
-        let images = match chain {
-            Chain::Combined {
-                augmented: false, ..
-            } => "as given".to_owned(),
-            Chain::Combined { .. } => "augmented (all three)".to_owned(),
-            Chain::Single { .. } => format!("{} alone", name(chain)),
-        };
-        t.row([
-            r.data.folder().to_owned(),
-            images,
-            format!(
-                "batch {}, {} iterations, last {}",
-                r.batch_size, r.iterations, r.prediction_window
-            ),
-            list(&r.layer_acceptance, 3),
-            format!("{:.3}", r.test_accuracy),
-            format!("{:.1}", r.wall_s),
-        ]);
-    }
-    format!(
-        "The main chain of `gibbs-mnist`, the same chain on augmented training images \
-         (rotation in ±30°, 9 × 9 Gaussian blur with σ in [1, 1.5] with probability 0.9, \
-         inversion with probability 0.5; each image transformed once), and on the training \
-         images with each of the three alone (Table 4's columns), all tested on the original \
-         test images. A wall time of 0 means the chain was already complete.\n\n{}",
-        t.to_markdown()
-    )
-}
-
-/// The claims (each collection's accuracies logged first): augmenting by all three
-/// transformations, and by each alone (`alone`, the
-/// chains `singles`), hurts each collection's plain chain's accuracy.
-fn claims(
-    ctx: &Context,
-    plain_and_all: &[Row],
-    alone: &[Row],
-    singles: &[Chain],
-    name: &dyn Fn(&Chain) -> &'static str,
-) -> Result<Vec<Claim>> {
-    for pair in plain_and_all.chunks_exact(2) {
-        ctx.log(format!(
-            "{}: accuracy {:.3} without augmentation, {:.3} with",
-            pair[0].data.folder(),
-            pair[0].test_accuracy,
-            pair[1].test_accuracy
-        ));
-    }
-    let mut claims = Vec::new();
-    for pair in plain_and_all.chunks_exact(2) {
-        let (plain, augmented) = (&pair[0], &pair[1]);
-        let n_test = test_images(ctx, plain.data)?;
-        claims.push(hurts(
-            plain,
-            augmented,
-            "augmenting the training set",
-            n_test,
-        ));
-        for (r, chain) in alone.iter().zip(singles) {
-            if r.data == plain.data {
-                let what = format!("augmenting by {} alone", name(chain));
-                claims.push(hurts(plain, r, &what, n_test));
-            }
-        }
-    }
-    Ok(claims)
-}
-
-/// The claim that `what` (the chain of `augmented`) hurts the accuracy of the `plain` chain, on
-/// `n_test` test images.
-fn hurts(plain: &Row, augmented: &Row, what: &str, n_test: usize) -> Claim {
-    Claim::new(
-        HURTS,
-        format!("{}: {what} hurts accuracy", plain.data.folder()),
-        format!(
-            "test accuracy {:.3} without augmentation, {:.3} with ({n_test} test images)",
-            plain.test_accuracy, augmented.test_accuracy
-        ),
-        claim::less(
-            Measured::proportion(augmented.test_accuracy, n_test),
-            Measured::proportion(plain.test_accuracy, n_test),
-        )
-        .described(
-            "the augmented chain's test accuracy below the plain chain's by more than one \
-             binomial standard error of the difference (undecided within one)",
-        ),
-    )
 }
