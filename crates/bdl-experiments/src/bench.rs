@@ -90,6 +90,7 @@ fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
         };
         gibbs_paper_sweep(finer(bdl_tensor::SubBlocks::Count(10)))?;
         gibbs_paper_sweep(finer(bdl_tensor::SubBlocks::Size(10)))?;
+        sgld_within_gibbs_sweep()?;
     }
     Ok(())
 }
@@ -919,57 +920,171 @@ fn paired_sweeps<B: bdl_mcmc::BlockTarget>(
     )
 }
 
-/// Sweeps of the paper's MNIST chain, MLP 784-10-10-10-10 (sigmoid, softmax, f32) with
-/// class-stratified minibatches of 3000 and the paper's variances for that batch size, under
-/// `blocking` (the paper's 10 sub-blocks per first-layer node, 130 blocks, or the author's
-/// sub-blocks of 10 parameters, 810 blocks): ours as the chain runs it (a new minibatch gathered
-/// every iteration) against the same kernel scoring every proposal with a full candle forward
-/// pass on one batch of 3000. Printed as sweeps per second, the ratio, and the projected time of
-/// the paper's 110,000 iterations. The images are the fetched MNIST training set when present,
-/// otherwise the shipped fixture's, repeated to fill the batch.
+/// The paper's MNIST chain of the Gibbs benchmarks: MLP 784-10-10-10-10 (sigmoid, softmax, f32)
+/// from θ₀ of seed 0, class-stratified minibatches of 3000 and the paper's variances for that
+/// batch size under `blocking`, on the fetched MNIST training set when present, otherwise the
+/// shipped fixture's images repeated to fill the batch.
+struct PaperChain {
+    model: Mlp,
+    likelihood: Likelihood,
+    train: bdl_data::Dataset,
+    /// The first batch of the training images.
+    first: bdl_data::Dataset,
+    theta: Tensor,
+    config: bdl_inference::Valid<bdl_mcmc::GibbsConfig>,
+    kernel: bdl_mcmc::Kernel,
+    source: &'static str,
+}
+
+/// The batch size of the Gibbs paper benchmarks.
+const PAPER_BATCH: usize = 3000;
+
+impl PaperChain {
+    fn new(blocking: bdl_mcmc::Blocking) -> Result<Self> {
+        use bdl_mcmc::{BatchMode, GibbsConfig, ProposalVariance};
+        let (train, source) = mnist_training_images(PAPER_BATCH)?;
+        let scaling = bdl_data::Standardizer::fit_global(train.x())?;
+        let train = train.with_x(scaling.transform(train.x())?)?;
+        let first = train.select(&(0..PAPER_BATCH).collect::<Vec<_>>())?;
+        let model = Mlp::new(MlpSpec::new(&[784, 10, 10, 10, 10], Activation::Sigmoid))?;
+        let theta = model.init(Seed(0), DType::F32, &Device::Cpu)?;
+        let config = GibbsConfig::new(
+            blocking,
+            ProposalVariance::PerLayer(vec![0.01, 1e-4, 1e-4, 1e-5]),
+            BatchMode::Minibatch(PAPER_BATCH),
+        )
+        .check()?;
+        let kernel = config.kernel(model.layout())?;
+        Ok(Self {
+            model,
+            likelihood: Likelihood::Categorical { classes: 10 },
+            train,
+            first,
+            theta,
+            config,
+            kernel,
+            source,
+        })
+    }
+
+    /// The Metropolis-within-Gibbs sampler as the chain runs it (a new minibatch every
+    /// iteration).
+    fn sampler(&self) -> Result<bdl_mcmc::Sampler> {
+        let (model, lik, train) = (&self.model, self.likelihood, &self.train);
+        Ok(bdl_mcmc::Sampler::new(
+            model,
+            lik,
+            train,
+            &self.config,
+            &self.theta,
+            Seed(2),
+        )?)
+    }
+}
+
+/// Sweeps of the paper's MNIST chain ([`PaperChain`]) under `blocking` (the paper's 10
+/// sub-blocks per first-layer node, 130 blocks, or the author's sub-blocks of 10 parameters, 810
+/// blocks): ours as the chain runs it against the same kernel scoring every proposal with a full
+/// candle forward pass on one batch of 3000. Printed as sweeps per second, the ratio, and the
+/// projected time of the paper's 110,000 iterations.
 fn gibbs_paper_sweep(blocking: bdl_mcmc::Blocking) -> Result<()> {
-    use bdl_mcmc::{Acceptance, BatchMode, GibbsConfig, ProposalVariance, State};
-    let batch = 3000;
-    let device = Device::Cpu;
-    let (train, source) = mnist_training_images(batch)?;
-    let scaling = bdl_data::Standardizer::fit_global(train.x())?;
-    let train = train.with_x(scaling.transform(train.x())?)?;
-    let first = train.select(&(0..batch).collect::<Vec<_>>())?;
-    let model = Mlp::new(MlpSpec::new(&[784, 10, 10, 10, 10], Activation::Sigmoid))?;
-    let likelihood = Likelihood::Categorical { classes: 10 };
-    let theta = model.init(Seed(0), DType::F32, &device)?;
-    let config = GibbsConfig::new(
-        blocking,
-        ProposalVariance::PerLayer(vec![0.01, 1e-4, 1e-4, 1e-5]),
-        BatchMode::Minibatch(batch),
-    )
-    .check()?;
-    let kernel = config.kernel(model.layout())?;
-    let n_blocks = kernel.blocks().len();
-    let mut ours = bdl_mcmc::Sampler::new(&model, likelihood, &train, &config, &theta, Seed(2))?;
-    let mut naive = bdl_mcmc::DensityTarget::new(kernel.blocks().to_vec(), |params: &[f32]| {
-        full_log_lik(&model, likelihood, &first, params)
-    });
-    let mut state = State::new(theta.to_vec1::<f32>()?);
+    use bdl_mcmc::{Acceptance, State};
+    let chain = PaperChain::new(blocking)?;
+    let n_blocks = chain.kernel.blocks().len();
+    let mut ours = chain.sampler()?;
+    let mut naive =
+        bdl_mcmc::DensityTarget::new(chain.kernel.blocks().to_vec(), |params: &[f32]| {
+            full_log_lik(&chain.model, chain.likelihood, &chain.first, params)
+        });
+    let mut state = State::new(chain.theta.to_vec1::<f32>()?);
     let mut acceptance = Acceptance::new(n_blocks);
     let (t_ours, t_naive, _) = paired_sweeps(
         &mut ours,
-        &kernel,
+        &chain.kernel,
         &mut naive,
         (&mut state, &mut acceptance),
         (0, Seed(1).rng()),
     )?;
     let hours = 110_000.0 * t_ours.as_secs_f64() / 3600.0;
-    println!(
-        "{:<92} {:>7.1} sw/s {:>7.2} sw/s {:>7.1}×",
-        format!(
-            "Gibbs sweep, MLP 784-10-10-10-10, batch {batch}, {n_blocks} blocks ({source}; 110,000 its: {hours:.2} h)"
+    print_sweeps(
+        &format!(
+            "Gibbs sweep, MLP 784-10-10-10-10, batch {PAPER_BATCH}, {n_blocks} blocks ({}; 110,000 its: {hours:.2} h)",
+            chain.source
         ),
-        1.0 / t_ours.as_secs_f64(),
-        1.0 / t_naive.as_secs_f64(),
-        t_naive.as_secs_f64() / t_ours.as_secs_f64()
+        t_ours,
+        t_naive,
     );
     Ok(())
+}
+
+/// SGLD-within-Gibbs against the Metropolis-within-Gibbs kernel on the paper's MNIST chain
+/// ([`PaperChain`], 10 sub-blocks per first-layer node, 130 blocks): one SGLD step, a Langevin
+/// move of each block in turn after a gradient of the batch's log-likelihood at the state the
+/// blocks before it left (`bdl_mcmc::sample_sgmcmc` with a blocking, one epoch of one batch of
+/// 3000), against one sweep of the MH kernel as the chain runs it (a proposal and an incremental
+/// evaluation per block). Printed as sweeps per second of each (MH first) and the MH kernel's
+/// speed-up. An SGLD step is 130 gradients of the whole batch; the MH sweep evaluates each
+/// proposal incrementally from the layer it changes.
+fn sgld_within_gibbs_sweep() -> Result<()> {
+    use bdl_mcmc::{Dynamics, Schedule, SgmcmcConfig};
+    let blocking = bdl_mcmc::Blocking::FinerNode {
+        split: vec![Some(bdl_tensor::SubBlocks::Count(10)), None, None, None],
+    };
+    let chain = PaperChain::new(blocking.clone())?;
+    let n_blocks = chain.kernel.blocks().len();
+    let network = Network::from(chain.model.clone());
+    let sgld = SgmcmcConfig {
+        dynamics: Dynamics::Sgld,
+        step_size: 1e-6,
+        schedule: Schedule::Constant,
+        // The paper's prior N(0, 10 I).
+        prior_precision: 0.1,
+        temperature: 1.0,
+        epochs: 1,
+        batch_size: PAPER_BATCH,
+        burn_in: 0,
+        keep_every: 1,
+        subset: None,
+        blocking: Some(blocking),
+        seed: Seed(3),
+    }
+    .check()?;
+    let (x, y) = (chain.first.x(), chain.first.y());
+    let mut ours = chain.sampler()?;
+    let mut t = 0;
+    let mut rng = Seed(1).rng();
+    let (t_mh, t_sgld, _) = paired(
+        || {
+            t += 1;
+            Ok(ours.iterate(t, &mut rng)?)
+        },
+        || {
+            let fit =
+                bdl_mcmc::sample_sgmcmc(&network, &chain.theta, chain.likelihood, x, y, &sgld)?;
+            ensure!(fit.steps == 1, "one SGLD step a sweep");
+            Ok(())
+        },
+    )?;
+    print_sweeps(
+        &format!(
+            "MH-within-Gibbs sweep vs SGLD-within-Gibbs step, MLP 784-10-10-10-10, batch {PAPER_BATCH}, {n_blocks} blocks ({})",
+            chain.source
+        ),
+        t_mh,
+        t_sgld,
+    );
+    Ok(())
+}
+
+/// One line of sweeps per second: the label, each side's sweeps per second and the second's
+/// time over the first's.
+fn print_sweeps(label: &str, first: Duration, second: Duration) {
+    println!(
+        "{label:<92} {:>7.1} sw/s {:>7.2} sw/s {:>7.1}×",
+        1.0 / first.as_secs_f64(),
+        1.0 / second.as_secs_f64(),
+        second.as_secs_f64() / first.as_secs_f64()
+    );
 }
 
 /// The naive evaluator of the Gibbs benchmarks: ℓ̂(θ) on `data` by a full candle forward pass and
