@@ -493,8 +493,8 @@ fn plan(
 }
 
 /// The layer above a partial plan's layer l on the columns `cols`, where only the plan's
-/// nodes changed: z_{l+1} = z_{l+1} + Σ_o W_{l+1}[:, o] (h'_l[o] − h_l[o]) (d_{l+1} per node
-/// and example) instead of re-evaluating it (d_l · d_{l+1}); `diffs` holds h'_l − h_l.
+/// nodes changed: `z_{l+1} += Σ_o W_{l+1}[:, o] (h'_l[o] − h_l[o])` (d_{l+1} per node and
+/// example) instead of re-evaluating it (d_l · d_{l+1}); `diffs` holds h'_l − h_l.
 #[inline(always)]
 fn rank_one_above<T: Real>(
     net: &Net,

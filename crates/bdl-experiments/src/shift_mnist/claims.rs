@@ -25,7 +25,8 @@ pub(super) fn paired_ll(rows: &[Row], a: Method, b: Method) -> Measured {
 
 /// The paper's two claims, on the test log-likelihood averaged over every angle, each a
 /// difference paired by seed, for the subnetworks with λ by validation and again (where the
-/// rows have them) for both at the scaled prior ([`SCALED_PRIOR`]).
+/// rows have them) for both at the scaled prior
+/// ([`SCALED_PRIOR`](super::settings::SCALED_PRIOR)).
 pub(super) fn claims(rows: &[Row]) -> Vec<Claim> {
     let mut claims = subnet_claims(rows, Method::SubnetWasserstein, Method::SubnetRandom, "");
     if of(rows, Method::SubnetWassersteinScaledPrior)

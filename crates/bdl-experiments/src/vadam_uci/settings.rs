@@ -13,11 +13,11 @@ use crate::Profile;
 #[derive(Clone, Copy, Debug, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub(super) enum Selection {
-    /// K-fold cross-validation raced in one round ([`rank`]): every candidate is fitted on the
-    /// first `screen` of the `folds` folds, the `finalists_per_tau` best of each τ on the others
-    /// too (so no τ is left out of the final round), and the choice is the best mean over all
-    /// folds among the finalists. As many finalists per τ as λ candidates is plain K-fold
-    /// cross-validation.
+    /// K-fold cross-validation raced in one round ([`rank`](super::rank)): every candidate is
+    /// fitted on the first `screen` of the `folds` folds, the `finalists_per_tau` best of each
+    /// τ on the others too (so no τ is left out of the final round), and the choice is the best
+    /// mean over all folds among the finalists. As many finalists per τ as λ candidates is
+    /// plain K-fold cross-validation.
     Race {
         folds: usize,
         screen: usize,
