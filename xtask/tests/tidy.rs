@@ -2,7 +2,8 @@
 //! `cargo test`: every crate's (and xtask's) direct bdl dependencies within `.ci/layers`; every
 //! library source file opens with its module documentation; no `.unwrap()` in library code
 //! outside tests (errors are typed; a broken invariant is an `expect` that says which); no
-//! function of the libraries or of xtask over 100 lines.
+//! function of the libraries or of xtask over 100 lines; every experiment a folder of its run,
+//! settings, claims and report.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -243,6 +244,35 @@ fn no_function_is_over_a_hundred_lines() {
         "functions over {MOST_LINES} lines (split them):\n{}",
         found.join("\n")
     );
+}
+
+/// Every experiment (a module of `bdl-experiments` declaring its `EXPERIMENT`) is a folder of
+/// the four parts `docs/ARCHITECTURE.md` names: the run in `mod.rs`, `settings.rs`, `claims.rs`
+/// and `report.rs`.
+#[test]
+fn every_experiment_is_a_folder_of_run_settings_claims_and_report() {
+    let src = root().join("crates/bdl-experiments/src");
+    let mut experiments = 0;
+    let mut missing = Vec::new();
+    for file in sources(&src) {
+        let text = fs::read_to_string(&file).expect("a source file");
+        if !text.contains("pub(crate) const EXPERIMENT: Entry") {
+            continue;
+        }
+        experiments += 1;
+        if file.file_name().is_none_or(|n| n != "mod.rs") {
+            missing.push(format!("{} is not a folder's mod.rs", file.display()));
+            continue;
+        }
+        let dir = file.parent().expect("a folder");
+        for part in ["settings.rs", "claims.rs", "report.rs"] {
+            if !dir.join(part).exists() {
+                missing.push(format!("{} has no {part}", dir.display()));
+            }
+        }
+    }
+    assert!(experiments >= 11, "found {experiments} experiments");
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
 /// The parser above on a manifest and on module declarations, so that the rules cannot pass by
