@@ -42,7 +42,7 @@ use serde::{Deserialize, Serialize};
 
 use self::claims::claims;
 use self::report::{body, convergence_figure};
-use self::settings::{Selection, Settings, batching};
+use self::settings::{Finalists, Selection, Settings, batching};
 use crate::concurrency::side_by_side;
 use crate::units::Units;
 use crate::{Context, Entry, Outcome};
@@ -445,8 +445,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile);
     let grid = settings.grid();
     let jobs = splits(ctx, &settings)?;
-    let (screen, per_tau) = settings.selection.race(settings.log_lambda.len());
-    let finalists = per_tau * settings.log_tau.len();
+    // At most: a race's finalists vary with the scores, so the bar may end short of its total.
+    let (screen, finalists) = settings.selection.race();
+    let finalists = finalists.at_most(settings.log_tau.len(), settings.log_lambda.len());
     let fits_per_method = |j: &Job| grid.len() * screen + finalists * (j.folds.len() - screen) + 1;
     let total: usize = jobs
         .iter()
@@ -534,17 +535,17 @@ fn run(ctx: &Context) -> Result<Outcome> {
 /// The candidates ranked for the final fit, best first, each with the mean validation
 /// log-likelihood it is ranked by, from `score(c, k)`, candidate c's on fold k of `folds`;
 /// candidate c belongs to the stratum `strata[c]` (its τ). Every candidate is scored on folds
-/// 0..`screen`, the `per_stratum` best of each stratum by their mean there on the other folds
-/// too; the finalists come first, by their mean over all folds, then the others by their mean
-/// over the screened folds. Among equal means the earlier candidate goes first. With every
-/// candidate a finalist (or `screen = folds`) this is plain cross-validation, each candidate's
-/// folds summed in their order; with F finalists it takes
-/// `candidates · screen + F · (folds − screen)` scores instead of `candidates · folds`.
+/// 0..`screen`; the `finalists.overall` best by their mean there, and the `finalists.per_tau`
+/// best of each stratum, on the other folds too. The finalists come first, by their mean over
+/// all folds, then the others by their mean over the screened folds; among equal means the
+/// earlier candidate goes first. With every candidate a finalist (or `screen = folds`) this is
+/// plain cross-validation, each candidate's folds summed in their order; with F finalists it
+/// takes `candidates · screen + F · (folds − screen)` scores instead of `candidates · folds`.
 fn rank(
     strata: &[usize],
     folds: usize,
     screen: usize,
-    per_stratum: usize,
+    finalists: Finalists,
     mut score: impl FnMut(usize, usize) -> Result<f64>,
 ) -> Result<Vec<(usize, f64)>> {
     let candidates = strata.len();
@@ -564,11 +565,14 @@ fn rank(
     }
     best_first(&mut sums, screen);
     let mut taken = vec![0; strata.iter().max().map_or(0, |&s| s + 1)];
-    let (mut finals, others): (Vec<_>, Vec<_>) = sums.into_iter().partition(|&(c, _)| {
-        let take = taken[strata[c]] < per_stratum;
-        taken[strata[c]] += usize::from(take);
-        take
-    });
+    let (finals, others): (Vec<_>, Vec<_>) =
+        sums.into_iter().enumerate().partition(|&(at, (c, _))| {
+            let take = at < finalists.overall || taken[strata[c]] < finalists.per_tau;
+            taken[strata[c]] += usize::from(take);
+            take
+        });
+    let mut finals: Vec<(usize, f64)> = finals.into_iter().map(|(_, s)| s).collect();
+    let others: Vec<(usize, f64)> = others.into_iter().map(|(_, s)| s).collect();
     finals.sort_by_key(|&(c, _)| c);
     for (c, sum) in &mut finals {
         for k in screen..folds {
@@ -595,7 +599,7 @@ fn fit_split(
     job: &Job,
     bar: &indicatif::ProgressBar,
 ) -> Result<Vec<Row>> {
-    let (screen, per_tau) = settings.selection.race(settings.log_lambda.len());
+    let (screen, finalists) = settings.selection.race();
     let tau_of: Vec<usize> = (0..grid.len())
         .map(|c| c / settings.log_lambda.len())
         .collect();
@@ -633,7 +637,7 @@ fn fit_split(
                     ))),
                 }
             };
-            let ranked = rank(&tau_of, job.folds.len(), screen, per_tau, fold_score)?;
+            let ranked = rank(&tau_of, job.folds.len(), screen, finalists, fold_score)?;
             let track = job.set == CONVERGENCE_SET && which != Which::Dropout;
             let final_fit = |c: usize| {
                 train_and_score(
@@ -760,7 +764,11 @@ mod tests {
         ];
         let run = |screen, finalists| {
             let mut scored = Vec::new();
-            let ranked = rank(&[0; 6], 3, screen, finalists, |c, k| {
+            let best = Finalists {
+                overall: finalists,
+                per_tau: 0,
+            };
+            let ranked = rank(&[0; 6], 3, screen, best, |c, k| {
                 scored.push((c, k));
                 Ok(table[c][k])
             })
@@ -785,7 +793,7 @@ mod tests {
         assert_eq!(scored, wanted, "6 · 1 + 2 · (3 − 1) scores");
         // A failing score stops the ranking.
         assert!(
-            rank(&[0; 6], 3, 1, 2, |c, _| if c == 4 {
+            rank(&[0; 6], 3, 1, overall(2), |c, _| if c == 4 {
                 Err(anyhow::anyhow!("no"))
             } else {
                 Ok(0.0)
@@ -794,9 +802,18 @@ mod tests {
         );
     }
 
+    /// The `n` best overall, none per stratum.
+    fn overall(n: usize) -> Finalists {
+        Finalists {
+            overall: n,
+            per_tau: 0,
+        }
+    }
+
     /// Racing by strata (τ values): with c0..c2 of one τ and c3..c5 of another, the best of
     /// each on fold 0 (c0, and c3 where a race of the best two overall takes c1 instead, by
-    /// the earlier of equals) go on to every fold; the others follow by fold 0.
+    /// the earlier of equals) go on to every fold, and the others follow by fold 0; the best
+    /// two overall and the best of each stratum together send c0, c1 and c3.
     #[test]
     fn racing_by_strata_sends_the_best_of_every_stratum_to_the_final_round() {
         let table: [[f64; 3]; 6] = [
@@ -807,23 +824,51 @@ mod tests {
             [f64::NEG_INFINITY, 0.0, 0.0],
             [-3.0, -2.0, -2.0],
         ];
-        let mut scored = Vec::new();
-        let ranked = rank(&[0, 0, 0, 1, 1, 1], 3, 1, 1, |c, k| {
-            scored.push((c, k));
-            Ok(table[c][k])
-        })
-        .unwrap();
+        let strata = [0, 0, 0, 1, 1, 1];
+        let run = |overall: usize, per_tau: usize| {
+            let mut scored = 0;
+            let finalists = Finalists { overall, per_tau };
+            let ranked = rank(&strata, 3, 1, finalists, |c, k| {
+                scored += 1;
+                Ok(table[c][k])
+            })
+            .unwrap();
+            (ranked, scored)
+        };
         let mean = |c: usize| table[c].iter().sum::<f64>() / 3.0;
+        let (ranked, scored) = run(0, 1);
         let mut expected: Vec<(usize, f64)> = vec![(3, mean(3)), (0, mean(0))];
         expected.extend([1, 5, 2, 4].map(|c| (c, table[c][0])));
         assert_eq!(ranked, expected);
-        assert_eq!(scored.len(), 6 + 2 * 2, "6 · 1 + 2 · (3 − 1) scores");
-        let overall = rank(&[0; 6], 3, 1, 2, |c, k| Ok(table[c][k])).unwrap();
-        assert_eq!(overall[1].0, 0);
+        assert_eq!(scored, 6 + 2 * 2, "6 · 1 + 2 · (3 − 1) scores");
+        let overall_two = run(2, 0).0;
         assert_eq!(
-            overall[0].0, 1,
+            [overall_two[0].0, overall_two[1].0],
+            [1, 0],
             "the best two overall leave the second stratum out"
         );
+        let (union, scored) = run(2, 1);
+        let mut expected: Vec<(usize, f64)> = [1, 3, 0].map(|c| (c, mean(c))).to_vec();
+        expected.extend([5, 2, 4].map(|c| (c, table[c][0])));
+        assert_eq!(union, expected);
+        assert_eq!(scored, 6 + 3 * 2);
+        assert_eq!(
+            Finalists {
+                overall: 2,
+                per_tau: 1
+            }
+            .at_most(2, 3),
+            4
+        );
+        assert_eq!(
+            Finalists {
+                overall: 5,
+                per_tau: 1
+            }
+            .at_most(5, 5),
+            10
+        );
+        assert_eq!(overall(usize::MAX).at_most(5, 5), 25);
     }
 
     /// The final fit falls back past a candidate that diverged and one that blew up, telling

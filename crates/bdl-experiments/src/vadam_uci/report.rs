@@ -207,10 +207,12 @@ pub(super) fn protocol(rows: &[Row], settings: &Settings, profile: Profile, t: &
         Selection::Race {
             folds,
             screen,
-            finalists_per_tau,
+            finalists,
         } => format!(
             "{folds}-fold cross-validation inside each training split, raced: every candidate \
-             on the first {screen} fold(s), the {finalists_per_tau} best of each τ on all {folds}"
+             on the first {screen} fold(s), the {} best of them and the {} best of each τ on all \
+             {folds}",
+            finalists.overall, finalists.per_tau
         ),
         Selection::Holdout(f) => format!(
             "one seeded {:.0}% holdout of each training split ({}-profile deviation: the paper \
