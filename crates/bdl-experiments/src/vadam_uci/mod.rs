@@ -726,9 +726,7 @@ mod tests {
     use candle_core::Device;
     use candle_core::Tensor;
 
-    use super::claims::SetComparison;
-    use super::claims::comparable;
-    use super::claims::comparable_per_point;
+    use super::claims::{SetComparison, comparable, comparable_per_point};
     use super::*;
     use crate::claim::Decision;
 
