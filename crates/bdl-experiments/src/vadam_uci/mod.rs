@@ -745,21 +745,26 @@ mod tests {
         assert_eq!(folds, bdl_data::k_fold_indices(23, 5, Seed(3)).unwrap());
     }
 
-    /// Racing over a table of six candidates' scores on three folds. c2 is the best by the full
+    /// Six candidates' validation scores on three folds (the racing tests' table): c2 is the best
+    /// by the full mean but poor on fold 0, c1 and c3 tie, so do c0 and c5, and c4 diverged on
+    /// fold 0.
+    const RACE_SCORES: [[f64; 3]; 6] = [
+        [-1.0, -3.0, -3.0],
+        [-2.0, -1.0, -1.0],
+        [-5.0, 2.0, 2.0],
+        [-2.0, -1.0, -1.0],
+        [f64::NEG_INFINITY, 0.0, 0.0],
+        [-3.0, -2.0, -2.0],
+    ];
+
+    /// Racing over [`RACE_SCORES`]. c2 is the best by the full
     /// mean but poor on fold 0, c1 and c3 tie, so do c0 and c5, and c4 diverged on fold 0. With
     /// every candidate a finalist the ranking is plain cross-validation (c2 first, ties to the
     /// earlier candidate); with fold 0 screened and two finalists only c0 and c1 see folds 1
     /// and 2, come first by their full means, and the others follow by fold 0, c2 among them.
     #[test]
     fn racing_scores_only_the_finalists_on_every_fold_and_ranks_them_first() {
-        let table: [[f64; 3]; 6] = [
-            [-1.0, -3.0, -3.0],
-            [-2.0, -1.0, -1.0],
-            [-5.0, 2.0, 2.0],
-            [-2.0, -1.0, -1.0],
-            [f64::NEG_INFINITY, 0.0, 0.0],
-            [-3.0, -2.0, -2.0],
-        ];
+        let table = RACE_SCORES;
         let run = |screen, finalists| {
             let mut scored = Vec::new();
             let best = Finalists {
@@ -814,14 +819,7 @@ mod tests {
     /// two overall and the best of each stratum together send c0, c1 and c3.
     #[test]
     fn racing_by_strata_sends_the_best_of_every_stratum_to_the_final_round() {
-        let table: [[f64; 3]; 6] = [
-            [-1.0, -3.0, -3.0],
-            [-2.0, -1.0, -1.0],
-            [-5.0, 2.0, 2.0],
-            [-2.0, -1.0, -1.0],
-            [f64::NEG_INFINITY, 0.0, 0.0],
-            [-3.0, -2.0, -2.0],
-        ];
+        let table = RACE_SCORES;
         let strata = [0, 0, 0, 1, 1, 1];
         let run = |overall: usize, per_tau: usize| {
             let mut scored = 0;
