@@ -30,6 +30,8 @@ pub struct Trainer<'a, M: Model> {
     device: Device,
     dropout: ChaCha8Rng,
     epochs: usize,
+    /// Which coordinates the optimiser moves (`None`: all); the others keep θ₀.
+    moving: Option<Vec<bool>>,
 }
 
 impl<'a, M: Model> Trainer<'a, M> {
@@ -58,7 +60,29 @@ impl<'a, M: Model> Trainer<'a, M> {
             device: theta0.device().clone(),
             dropout: seed.fork("dropout").rng(),
             epochs: 0,
+            moving: None,
         })
+    }
+
+    /// The same trainer moving only the flat indices `subset` (subnetwork training: the other
+    /// coordinates keep θ₀, their gradient and weight decay zeroed before the optimiser's step);
+    /// `None` moves every coordinate. An index ≥ D is an error.
+    pub fn moving(mut self, subset: Option<&[usize]>) -> Result<Self> {
+        self.moving = match subset {
+            None => None,
+            Some(subset) => {
+                let d = self.theta.len();
+                let mut mask = vec![false; d];
+                for &i in subset {
+                    if i >= d {
+                        return Err(bdl_models::Error::ParamIndex { index: i, len: d }.into());
+                    }
+                    mask[i] = true;
+                }
+                Some(mask)
+            }
+        };
+        Ok(self)
     }
 
     /// The likelihood, with σ as last re-estimated by [`loss`](Self::loss).
@@ -104,6 +128,13 @@ impl<'a, M: Model> Trainer<'a, M> {
             let b = xb.dims()[0] as f64;
             for (g, t) in grad.iter_mut().zip(&self.theta) {
                 *g = *g / b + lambda_per_example * t;
+            }
+            if let Some(mask) = &self.moving {
+                for (g, &moves) in grad.iter_mut().zip(mask) {
+                    if !moves {
+                        *g = 0.0;
+                    }
+                }
             }
             self.optimizer.step(&mut self.theta, &grad, lr);
             if !bdl_tensor::all_finite(&self.theta) {
