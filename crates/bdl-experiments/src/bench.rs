@@ -970,15 +970,16 @@ impl PaperChain {
     /// The Metropolis-within-Gibbs sampler as the chain runs it (a new minibatch every
     /// iteration).
     fn sampler(&self) -> Result<bdl_mcmc::Sampler> {
-        let (model, lik, train) = (&self.model, self.likelihood, &self.train);
-        Ok(bdl_mcmc::Sampler::new(
+        let (model, config) = (&self.model, &self.config);
+        let sampler = bdl_mcmc::Sampler::new(
             model,
-            lik,
-            train,
-            &self.config,
+            self.likelihood,
+            &self.train,
+            config,
             &self.theta,
             Seed(2),
-        )?)
+        );
+        Ok(sampler?)
     }
 }
 

@@ -71,12 +71,9 @@ impl<'a, M: Model> Trainer<'a, M> {
         self.moving = match subset {
             None => None,
             Some(subset) => {
-                let d = self.theta.len();
-                let mut mask = vec![false; d];
+                bdl_models::check_param_indices(subset, self.theta.len())?;
+                let mut mask = vec![false; self.theta.len()];
                 for &i in subset {
-                    if i >= d {
-                        return Err(bdl_models::Error::ParamIndex { index: i, len: d }.into());
-                    }
                     mask[i] = true;
                 }
                 Some(mask)

@@ -486,9 +486,7 @@ impl SubnetLaplace {
 
 /// Every index below the model's D and none repeated.
 fn check_subset(subset: &[usize], d: usize) -> Result<()> {
-    if let Some(&bad) = subset.iter().find(|&&i| i >= d) {
-        return Err(bdl_models::Error::ParamIndex { index: bad, len: d }.into());
-    }
+    bdl_models::check_param_indices(subset, d)?;
     let mut sorted = subset.to_vec();
     sorted.sort_unstable();
     if let Some(w) = sorted.windows(2).find(|w| w[0] == w[1]) {

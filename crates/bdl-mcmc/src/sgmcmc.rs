@@ -210,9 +210,7 @@ pub struct SgmcmcFit {
 fn update_groups(network: &Network, config: &SgmcmcConfig, d: usize) -> Result<Vec<Vec<usize>>> {
     let moving: Vec<usize> = match &config.subset {
         Some(subset) => {
-            if let Some(&bad) = subset.iter().find(|&&i| i >= d) {
-                return Err(bdl_models::Error::ParamIndex { index: bad, len: d }.into());
-            }
+            bdl_models::check_param_indices(subset, d)?;
             subset.clone()
         }
         None => (0..d).collect(),

@@ -44,3 +44,18 @@ pub enum Error {
 
 /// The result type of the models crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Checks flat parameter indices (a subnetwork, a block) against D = `len`: [`Error::ParamIndex`]
+/// naming the first index ≥ D.
+///
+/// ```
+/// use bdl_models::check_param_indices;
+/// assert!(check_param_indices(&[0, 4], 5).is_ok());
+/// assert!(check_param_indices(&[0, 5], 5).unwrap_err().to_string().contains("index 5"));
+/// ```
+pub fn check_param_indices(indices: &[usize], len: usize) -> Result<()> {
+    match indices.iter().find(|&&i| i >= len) {
+        Some(&index) => Err(Error::ParamIndex { index, len }),
+        None => Ok(()),
+    }
+}

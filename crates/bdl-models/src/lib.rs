@@ -31,7 +31,7 @@ mod resnet;
 pub use activation::Activation;
 pub use cache::Cache;
 pub use cnn::{Cnn, CnnSpec, ConvSpec};
-pub use error::{Error, Result};
+pub use error::{Error, Result, check_param_indices};
 pub use factors::{Affine, LayerFactors};
 pub use mlp::{DenseLayer, Mlp, MlpSpec};
 pub use model::{LossGradient, Model};
