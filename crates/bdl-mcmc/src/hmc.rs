@@ -8,6 +8,10 @@
 //! probability min(1, exp(H₀ − H₁)) (a non-finite H₁ is a rejection). During the burn-in ε is
 //! adapted by dual averaging to a target acceptance (Hoffman & Gelman 2014, §3.2: μ = log 10ε₀,
 //! γ = 0.05, t₀ = 10, κ = 0.75), then fixed at its averaged value.
+//!
+//! With a `subset` S, only θ_S moves: the chain runs on U(θ_S) with the other coordinates at
+//! θ₀ (the prior's terms of the fixed ones are a constant), and every draw is θ₀ with θ_S
+//! replaced (subnetwork inference).
 
 use bdl_inference::{InvalidParam, Valid, Validate, at_least_one, non_negative, positive, require};
 use bdl_likelihoods::Likelihood;
@@ -53,6 +57,9 @@ pub struct HmcConfig {
     /// The root of the momenta and acceptance tests.
     #[serde(default = "seed_zero")]
     pub seed: Seed,
+    /// The flat indices that move (ascending, distinct, below D); `None`: every parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<Vec<usize>>,
 }
 
 fn one() -> u64 {
@@ -99,7 +106,7 @@ pub struct HmcFit {
     pub step_size: f64,
 }
 
-/// U(θ) and ∇U(θ) on the whole data set.
+/// U(θ) and ∇U(θ) on the whole data set, as functions of the moving coordinates q = θ_S.
 struct Potential<'a> {
     network: &'a Network,
     likelihood: Likelihood,
@@ -107,22 +114,30 @@ struct Potential<'a> {
     y: &'a Tensor,
     lambda: f64,
     theta0: &'a Tensor,
+    /// S, the coordinates that move (`None`: every one).
+    subset: Option<&'a [usize]>,
+    /// θ₀, flat: the fixed coordinates' values.
+    base: Vec<f64>,
 }
 
 impl<'a> Potential<'a> {
-    /// The potential of `network` at parameters like `theta0` on (x, y), after the checks
-    /// its samplers need: a valid likelihood, θ₀ of the network's length, paired rows, and
-    /// finite data, so that a non-finite output means an overflowed θ (an infinite potential).
+    /// The potential of `network` about `theta0` on (x, y), moving `subset`, after the checks
+    /// its samplers need: a valid likelihood, θ₀ of the network's length, valid indices,
+    /// paired rows, and finite data, so that a non-finite output means an overflowed θ (an
+    /// infinite potential).
     fn new(
         network: &'a Network,
         theta0: &'a Tensor,
         likelihood: Likelihood,
-        x: &'a Tensor,
-        y: &'a Tensor,
+        (x, y): (&'a Tensor, &'a Tensor),
         lambda: f64,
+        subset: Option<&'a [usize]>,
     ) -> Result<Self> {
         likelihood.check().map_err(bdl_inference::Error::from)?;
         network.layout().check_flat(theta0)?;
+        if let Some(subset) = subset {
+            bdl_models::check_param_indices(subset, network.layout().len())?;
+        }
         bdl_inference::paired_rows(x, y)?;
         bdl_tensor::check_finite(x, "x")?;
         if y.dtype().is_float() {
@@ -135,14 +150,54 @@ impl<'a> Potential<'a> {
             y,
             lambda,
             theta0,
+            subset,
+            base: bdl_tensor::to_f64_vec(theta0)?,
         })
+    }
+
+    /// The chain's start: θ₀'s moving coordinates.
+    fn start(&self) -> Vec<f64> {
+        match self.subset {
+            Some(subset) => subset.iter().map(|&i| self.base[i]).collect(),
+            None => self.base.clone(),
+        }
+    }
+
+    /// θ: θ₀ with its moving coordinates set to q.
+    fn theta(&self, q: &[f64]) -> Vec<f64> {
+        let Some(subset) = self.subset else {
+            return q.to_vec();
+        };
+        let mut theta = self.base.clone();
+        subset.iter().zip(q).for_each(|(&i, &v)| theta[i] = v);
+        theta
+    }
+
+    /// The kept draws θ (each of length D) at iterations `kept`, as the posterior of `method`.
+    fn window(
+        &self,
+        draws: Vec<Vec<f64>>,
+        kept: Vec<u64>,
+        seed: Seed,
+        method: &'static str,
+    ) -> Result<ChainWindow> {
+        let (s, d) = (draws.len(), self.base.len());
+        let draws = Tensor::from_vec(draws.concat(), (s, d), self.theta0.device())?
+            .to_dtype(self.theta0.dtype())?;
+        Ok(
+            ChainWindow::new(self.network.clone(), self.likelihood, draws, kept)?
+                .with_seed(seed)
+                .by(method),
+        )
     }
 }
 
 impl Potential<'_> {
-    /// (U(θ), ∇U(θ)); U is infinite where the outputs are not finite.
-    fn at(&self, theta: &[f64]) -> Result<(f64, Vec<f64>)> {
-        let t = Tensor::from_slice(theta, theta.len(), self.theta0.device())?
+    /// (U, ∇U) at the moving coordinates q (up to the fixed coordinates' constant prior
+    /// term); U is infinite where the outputs are not finite.
+    fn at(&self, q: &[f64]) -> Result<(f64, Vec<f64>)> {
+        let theta = self.theta(q);
+        let t = Tensor::from_slice(&theta, theta.len(), self.theta0.device())?
             .to_dtype(self.theta0.dtype())?;
         let (lik, y) = (self.likelihood, self.y);
         let mut nll = f64::INFINITY;
@@ -158,14 +213,18 @@ impl Potential<'_> {
             Ok(g) => g.sum,
             // An overflowed output: an infinite potential, rejected.
             Err(bdl_inference::Error::Likelihood(bdl_likelihoods::Error::NonFinite { .. })) => {
-                return Ok((f64::INFINITY, vec![0.0; theta.len()]));
+                return Ok((f64::INFINITY, vec![0.0; q.len()]));
             }
             Err(e) => return Err(e.into()),
         };
-        let prior: f64 = theta.iter().map(|v| v * v).sum::<f64>() * self.lambda / 2.0;
-        let grad = g
+        let prior: f64 = q.iter().map(|v| v * v).sum::<f64>() * self.lambda / 2.0;
+        let g_q = match self.subset {
+            Some(subset) => subset.iter().map(|&i| g[i]).collect(),
+            None => g,
+        };
+        let grad = g_q
             .iter()
-            .zip(theta)
+            .zip(q)
             .map(|(g, t)| g + self.lambda * t)
             .collect();
         Ok((nll + prior, grad))
@@ -229,7 +288,7 @@ impl DualAveraging {
 /// let theta0 = net.init(Seed(0), DType::F64, &Device::Cpu)?;
 /// let config = HmcConfig {
 ///     step_size: 0.01, leapfrog_steps: 10, iterations: 300, burn_in: 100, keep_every: 2,
-///     prior_precision: 1.0, target_acceptance: Some(0.8), seed: Seed(1),
+///     prior_precision: 1.0, target_acceptance: Some(0.8), seed: Seed(1), subset: None,
 /// }.check()?;
 /// let fit = sample_hmc(&net, &theta0, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, &config)?;
 /// assert_eq!(fit.posterior.draws().dims(), &[100, net.layout().len()]);
@@ -244,8 +303,16 @@ pub fn sample_hmc(
     y: &Tensor,
     config: &Valid<HmcConfig>,
 ) -> Result<HmcFit> {
-    let potential = Potential::new(network, theta0, likelihood, x, y, config.prior_precision)?;
-    let mut theta = bdl_tensor::to_f64_vec(theta0)?;
+    let subset = config.subset.as_deref();
+    let potential = Potential::new(
+        network,
+        theta0,
+        likelihood,
+        (x, y),
+        config.prior_precision,
+        subset,
+    )?;
+    let mut theta = potential.start();
     let d = theta.len();
     let (mut u, mut grad) = potential.at(&theta)?;
     let mut rng = config.seed.fork("hmc").rng();
@@ -293,15 +360,11 @@ pub fn sample_hmc(
             eps = a.update(alpha);
         }
         if t >= config.burn_in && (t - config.burn_in).is_multiple_of(config.keep_every) {
-            draws.extend_from_slice(&theta);
+            draws.push(potential.theta(&theta));
             kept.push(t);
         }
     }
-    let s = kept.len();
-    let draws = Tensor::from_vec(draws, (s, d), theta0.device())?.to_dtype(theta0.dtype())?;
-    let window = ChainWindow::new(network.clone(), likelihood, draws, kept)?
-        .with_seed(config.seed)
-        .by("HMC");
+    let window = potential.window(draws, kept, config.seed, "HMC")?;
     Ok(HmcFit {
         posterior: window,
         acceptance: accepted as f64 / (config.iterations - config.burn_in) as f64,
@@ -341,6 +404,9 @@ pub struct NutsConfig {
     /// The root of the momenta, directions and choices.
     #[serde(default = "seed_zero")]
     pub seed: Seed,
+    /// The flat indices that move (ascending, distinct, below D); `None`: every parameter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subset: Option<Vec<usize>>,
 }
 
 fn ten() -> usize {
@@ -360,6 +426,7 @@ impl Validate for NutsConfig {
             prior_precision: self.prior_precision,
             target_acceptance: self.target_acceptance,
             seed: self.seed,
+            subset: None,
         }
         .validate()?;
         require(
@@ -505,7 +572,7 @@ pub struct NutsFit {
 /// let theta0 = net.init(Seed(0), DType::F64, &Device::Cpu)?;
 /// let config = NutsConfig {
 ///     step_size: 0.01, max_depth: 8, iterations: 200, burn_in: 100, keep_every: 1,
-///     prior_precision: 1.0, target_acceptance: Some(0.8), seed: Seed(1),
+///     prior_precision: 1.0, target_acceptance: Some(0.8), seed: Seed(1), subset: None,
 /// }.check()?;
 /// let fit = sample_nuts(&net, &theta0, Likelihood::Gaussian { sigma: 0.1 }, &x, &y, &config)?;
 /// assert_eq!(fit.posterior.draws().dims(), &[100, net.layout().len()]);
@@ -520,8 +587,16 @@ pub fn sample_nuts(
     y: &Tensor,
     config: &Valid<NutsConfig>,
 ) -> Result<NutsFit> {
-    let potential = Potential::new(network, theta0, likelihood, x, y, config.prior_precision)?;
-    let q = bdl_tensor::to_f64_vec(theta0)?;
+    let subset = config.subset.as_deref();
+    let potential = Potential::new(
+        network,
+        theta0,
+        likelihood,
+        (x, y),
+        config.prior_precision,
+        subset,
+    )?;
+    let q = potential.start();
     let d = q.len();
     let (u, g) = potential.at(&q)?;
     let mut current = Point {
@@ -578,17 +653,13 @@ pub fn sample_nuts(
             alpha_sum += statistic;
             depth_sum += depth as f64;
             if (t - config.burn_in).is_multiple_of(config.keep_every) {
-                draws.extend_from_slice(&current.q);
+                draws.push(potential.theta(&current.q));
                 kept.push(t);
             }
         }
     }
-    let s = kept.len();
     let after = (config.iterations - config.burn_in) as f64;
-    let draws = Tensor::from_vec(draws, (s, d), theta0.device())?.to_dtype(theta0.dtype())?;
-    let window = ChainWindow::new(network.clone(), likelihood, draws, kept)?
-        .with_seed(config.seed)
-        .by("NUTS");
+    let window = potential.window(draws, kept, config.seed, "NUTS")?;
     Ok(NutsFit {
         posterior: window,
         acceptance: alpha_sum / after,

@@ -257,6 +257,7 @@ fn hmc_samples_the_linear_gaussian_posterior() {
         prior_precision: LAMBDA,
         target_acceptance: Some(0.8),
         seed: Seed(5),
+        subset: None,
     }
     .check()
     .unwrap();
@@ -293,6 +294,7 @@ fn nuts_samples_the_linear_gaussian_posterior() {
         prior_precision: LAMBDA,
         target_acceptance: Some(0.8),
         seed: Seed(5),
+        subset: None,
     }
     .check()
     .unwrap();
@@ -306,4 +308,75 @@ fn nuts_samples_the_linear_gaussian_posterior() {
         fit.mean_depth
     );
     assert_close(&p, fit.posterior.draws(), "NUTS");
+}
+
+/// With a subset S = {w₁, b}, HMC and NUTS sample the conditional posterior of θ_S given w₂
+/// fixed at θ₀: N(μ_S + Σ_S2 Σ₂₂⁻¹ (c − μ₂), Σ_SS − Σ_S2 Σ₂₂⁻¹ Σ₂S) of the exact Gaussian, and
+/// every draw keeps w₂ = c exactly.
+#[test]
+fn hmc_and_nuts_on_a_subset_sample_the_conditional_posterior() {
+    let p = problem();
+    let theta0 = p.net.init(Seed(0), DType::F64, &Device::Cpu).unwrap();
+    let c = theta0.to_vec1::<f64>().unwrap()[1];
+    let (s, fixed) = ([0, 2], 1);
+    let mean: Vec<f64> = s
+        .iter()
+        .map(|&i| p.mean[i] + p.cov[i][fixed] / p.cov[fixed][fixed] * (c - p.mean[fixed]))
+        .collect();
+    let cov =
+        |i: usize, j: usize| p.cov[i][j] - p.cov[i][fixed] * p.cov[fixed][j] / p.cov[fixed][fixed];
+    let lik = Likelihood::Gaussian { sigma: SIGMA };
+    let hmc = HmcConfig {
+        step_size: 0.01,
+        leapfrog_steps: 20,
+        iterations: 11_000,
+        burn_in: 1000,
+        keep_every: 1,
+        prior_precision: LAMBDA,
+        target_acceptance: Some(0.8),
+        seed: Seed(5),
+        subset: Some(s.to_vec()),
+    };
+    let nuts = NutsConfig {
+        step_size: 0.01,
+        max_depth: 10,
+        iterations: 11_000,
+        burn_in: 1000,
+        keep_every: 1,
+        prior_precision: LAMBDA,
+        target_acceptance: Some(0.8),
+        seed: Seed(5),
+        subset: Some(s.to_vec()),
+    };
+    // Indices past D are refused before sampling.
+    let bad = HmcConfig {
+        subset: Some(vec![0, 3]),
+        ..hmc.clone()
+    };
+    assert!(sample_hmc(&p.net, &theta0, lik, &p.x, &p.y, &bad.check().unwrap()).is_err());
+    let hmc = sample_hmc(&p.net, &theta0, lik, &p.x, &p.y, &hmc.check().unwrap()).unwrap();
+    let nuts = sample_nuts(&p.net, &theta0, lik, &p.x, &p.y, &nuts.check().unwrap()).unwrap();
+    for (what, draws) in [
+        ("HMC", hmc.posterior.draws()),
+        ("NUTS", nuts.posterior.draws()),
+    ] {
+        let rows: Vec<Vec<f64>> = draws.to_vec2().unwrap();
+        assert!(rows.iter().all(|r| r[fixed] == c), "{what} moved w₂");
+        let (m, v) = moments(draws);
+        for (k, &i) in s.iter().enumerate() {
+            let sd = cov(i, i).sqrt();
+            // The conditional sd is below the marginal one: sampling the joint would fail this.
+            assert!(
+                (m[i] - mean[k]).abs() < 0.05 * sd,
+                "{what}: mean {i} {} vs {}",
+                m[i],
+                mean[k]
+            );
+            let ratio = v[i][i] / cov(i, i);
+            assert!(
+                (ratio - 1.0).abs() < 0.06,
+                "{what}: variance {i} ratio {ratio}"
+            );
+        }
+    }
 }

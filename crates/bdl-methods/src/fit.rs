@@ -8,12 +8,13 @@ use bdl_inference::{MapEstimate, Posterior, Validate};
 use bdl_laplace::selection::Candidates;
 use bdl_laplace::{
     DiagLaplace, Evidence, KronConfig, KronLaplace, KronScope, LaplaceConfig, PriorPrecision,
-    SubnetLaplace,
+    SubnetLaplace, SubsetScaling,
 };
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{Blocking, ChainWindow, Sampler};
 use bdl_models::{Model as _, Network};
 use candle_core::{DType, Tensor};
+use faer::Mat;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
@@ -161,8 +162,9 @@ pub struct Diagnostics {
     pub prior_precision: Option<f64>,
     /// A Laplace posterior's λ of every layer, when they were tuned per layer.
     pub layer_prior_precisions: Vec<f64>,
-    /// How many parameters the posterior is over, when a subnetwork rule chose them.
-    pub subnetwork: Option<usize>,
+    /// The flat indices of the parameters the posterior is over (ascending), when a subnetwork
+    /// rule chose them: a later fit can take the same ones (`SubsetRule::Indices`).
+    pub subnetwork: Option<Vec<usize>>,
     /// Blocked Gibbs: the acceptance rate of every layer over the sampled iterations; HMC and
     /// NUTS: the one acceptance rate (statistic) after the burn-in.
     pub acceptance: Vec<f64>,
@@ -235,16 +237,12 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
             diagnostics.losses = fit.losses;
             Box::new(McDropout::new(fit.estimate))
         }
-        MethodSpec::Swag(config) => {
-            let fit = bdl_baselines::train_swag(
-                net,
-                theta,
-                lik,
-                x,
-                y,
-                &config.clone().check().lift(method)?,
-            )
-            .lift(method)?;
+        MethodSpec::Swag(spec) => {
+            let mut config = spec.config.clone();
+            let rule = &spec.subnetwork;
+            merge_subset(rule, &mut config.subset, problem, method, &mut diagnostics)?;
+            let config = config.check().lift(method)?;
+            let fit = bdl_baselines::train_swag(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.losses = fit.losses;
             Box::new(fit.posterior)
         }
@@ -263,14 +261,20 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
         MethodSpec::Variational(spec) => variational(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Gibbs(spec) => gibbs(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Sgmcmc(spec) => sgmcmc(spec, problem, method, &mut diagnostics)?,
-        MethodSpec::Hmc(config) => {
-            let config = config.clone().check().lift(method)?;
+        MethodSpec::Hmc(spec) => {
+            let mut config = spec.config.clone();
+            let rule = &spec.subnetwork;
+            merge_subset(rule, &mut config.subset, problem, method, &mut diagnostics)?;
+            let config = config.check().lift(method)?;
             let fit = bdl_mcmc::sample_hmc(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.acceptance = vec![fit.acceptance];
             Box::new(fit.posterior)
         }
-        MethodSpec::Nuts(config) => {
-            let config = config.clone().check().lift(method)?;
+        MethodSpec::Nuts(spec) => {
+            let mut config = spec.config.clone();
+            let rule = &spec.subnetwork;
+            merge_subset(rule, &mut config.subset, problem, method, &mut diagnostics)?;
+            let config = config.check().lift(method)?;
             let fit = bdl_mcmc::sample_nuts(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.acceptance = vec![fit.acceptance];
             Box::new(fit.posterior)
@@ -300,7 +304,7 @@ fn laplace(
         });
     }
     Ok(match spec.hessian {
-        Hessian::Diagonal => Box::new(diagonal_laplace(spec, problem, &map, method, diagnostics)?),
+        Hessian::Diagonal => diagonal_laplace(spec, problem, &map, method, diagnostics)?,
         Hessian::Full => Box::new(full_laplace(spec, problem, &map, method, diagnostics)?),
         Hessian::Kron => Box::new(kron_laplace(spec, problem, &map, method, diagnostics)?),
     })
@@ -314,20 +318,16 @@ fn scalar(prior: &PriorPrecision) -> Option<f64> {
     }
 }
 
-/// The diagonal Laplace at the MAP: one GGN diagonal, then λ as given or the grid's best.
+/// The diagonal Laplace at the MAP: one GGN diagonal h, then λ as given or the grid's best.
+/// Over every parameter a [`DiagLaplace`], σ_d² = 1/(h_dd + λ_d); over a subnetwork S the
+/// Laplace whose H_S keeps only h on its diagonal (the same σ_d² on S, the rest fixed at θ).
 fn diagonal_laplace(
     spec: &LaplaceSpec,
     problem: &Problem<'_>,
     map: &MapEstimate,
     method: &'static str,
     diagnostics: &mut Diagnostics,
-) -> Result<DiagLaplace> {
-    if spec.subnetwork != SubsetRule::All {
-        return Err(Error::Unsupported {
-            method,
-            what: "take a subnetwork (a diagonal Laplace is over every parameter)".into(),
-        });
-    }
+) -> Result<Box<dyn Posterior>> {
     let config = spec.config.clone().check().lift(method)?;
     let h = bdl_laplace::ggn_diagonal(
         map.network(),
@@ -337,27 +337,67 @@ fn diagonal_laplace(
         config.batch_size,
     )
     .lift(method)?;
-    let at = |prior: PriorPrecision| -> Result<DiagLaplace> {
-        let config = LaplaceConfig {
+    let subset = spec.subnetwork.choose(problem, method)?;
+    diagnostics.subnetwork.clone_from(&subset);
+    let config_at = |prior: PriorPrecision, subset_scaling: SubsetScaling| {
+        LaplaceConfig {
             prior,
+            subset_scaling,
             ..spec.config.clone()
         }
         .check()
-        .lift(method)?;
-        DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config).lift(method)
+        .lift(method)
     };
-    let Some(grid) = &spec.prior_grid else {
-        diagnostics.prior_precision = scalar(&spec.config.prior);
-        return at(spec.config.prior.clone());
+    let Some(subset) = subset else {
+        let at = |prior, scaling| {
+            DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config_at(prior, scaling)?)
+                .lift(method)
+        };
+        let evidence = |p: &DiagLaplace| p.log_marginal_likelihood(0.0).lift(method);
+        return Ok(Box::new(prior_or_grid(
+            spec,
+            problem,
+            method,
+            diagnostics,
+            at,
+            evidence,
+        )?));
     };
-    let (post, lambda) = grid_best(
+    let h_s = Mat::from_fn(subset.len(), subset.len(), |a, b| match a == b {
+        true => h[subset[a]],
+        false => 0.0,
+    });
+    let at = |prior, scaling| {
+        let config = config_at(prior, scaling)?;
+        SubnetLaplace::from_ggn(map.clone(), subset.clone(), h_s.clone(), &config).lift(method)
+    };
+    let evidence = |p: &SubnetLaplace| Ok(p.log_marginal_likelihood(0.0));
+    Ok(Box::new(prior_or_grid(
         spec,
         problem,
         method,
-        grid,
-        |l| at(PriorPrecision::Scalar(l)),
-        |p| p.log_marginal_likelihood(0.0).lift(method),
-    )?;
+        diagnostics,
+        at,
+        evidence,
+    )?))
+}
+
+/// The posterior `at` the spec's prior, or at the candidate of its grid that scores best
+/// ([`grid_best`]; a grid's λ as it is, not scaled to the subnetwork), with λ recorded.
+fn prior_or_grid<P: Posterior>(
+    spec: &LaplaceSpec,
+    problem: &Problem<'_>,
+    method: &'static str,
+    diagnostics: &mut Diagnostics,
+    at: impl Fn(PriorPrecision, SubsetScaling) -> Result<P>,
+    evidence: impl Fn(&P) -> Result<f64>,
+) -> Result<P> {
+    let Some(grid) = &spec.prior_grid else {
+        diagnostics.prior_precision = scalar(&spec.config.prior);
+        return at(spec.config.prior.clone(), spec.config.subset_scaling);
+    };
+    let at_l = |l| at(PriorPrecision::Scalar(l), SubsetScaling::None);
+    let (post, lambda) = grid_best(spec, problem, method, grid, at_l, evidence)?;
     diagnostics.prior_precision = Some(lambda);
     Ok(post)
 }
@@ -436,7 +476,7 @@ fn kron_laplace(
     .lift(method)?;
     let post = KronLaplace::fit(map, problem.x, &config).lift(method)?;
     if scope == KronScope::LastLayer {
-        diagnostics.subnetwork = Some(post.subset().len());
+        diagnostics.subnetwork = Some(post.subset().to_vec());
     }
     let Some(grid) = &spec.prior_grid else {
         diagnostics.prior_precision = Some(lambda);
@@ -463,7 +503,7 @@ fn full_laplace(
     let config = spec.config.clone().check().lift(method)?;
     let d = map.network().layout().len();
     let subset = spec.subnetwork.choose(problem, method)?;
-    diagnostics.subnetwork = subset.as_ref().map(Vec::len);
+    diagnostics.subnetwork.clone_from(&subset);
     let subset = subset.unwrap_or_else(|| (0..d).collect());
     match &spec.prior_grid {
         None if spec.layerwise_prior => {
@@ -561,7 +601,7 @@ fn merge_subset(
                 what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
             });
         }
-        diagnostics.subnetwork = Some(chosen.len());
+        diagnostics.subnetwork = Some(chosen.clone());
         *subset = Some(chosen);
     }
     Ok(())
@@ -647,7 +687,7 @@ fn gibbs(
     }
     let mut gibbs = spec.gibbs.clone();
     if let Some(subset) = spec.subnetwork.choose(problem, method)? {
-        diagnostics.subnetwork = Some(subset.len());
+        diagnostics.subnetwork = Some(subset.clone());
         gibbs.blocking = Blocking::Subnetwork {
             subset,
             within: Box::new(gibbs.blocking),

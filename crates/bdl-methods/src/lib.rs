@@ -58,6 +58,6 @@ pub use error::{Error, Result, diverged};
 pub use fit::{Diagnostics, Fitted, Problem, fit};
 pub use load::load;
 pub use spec::{
-    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, PriorBy, SgmcmcSpec, SubsetRule, VariancesFrom,
-    VariationalSpec,
+    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, OnSubnetwork, PriorBy, SgmcmcSpec, SubsetRule,
+    VariancesFrom, VariationalSpec,
 };

@@ -46,8 +46,8 @@ pub enum MethodSpec {
     /// A mean-field Gaussian by one of the variational methods (Vadam, VOGN, IVON, BBVI, …),
     /// trained from θ, over every parameter or a subnetwork with the rest fixed at θ.
     Variational(VariationalSpec),
-    /// SWAG from θ.
-    Swag(SwagConfig),
+    /// SWAG from θ, over every parameter or a subnetwork with the rest fixed at θ.
+    Swag(OnSubnetwork<SwagConfig>),
     /// MC dropout: the network's own dropout, trained to the MAP from θ.
     McDropout(MapConfig),
     /// A deep ensemble of independently initialised MAPs.
@@ -58,10 +58,11 @@ pub enum MethodSpec {
     /// every parameter or a subnetwork with the rest fixed at θ.
     Sgmcmc(SgmcmcSpec),
     /// Hamiltonian Monte Carlo from θ on the full-batch posterior (the reference sampler for
-    /// small networks).
-    Hmc(HmcConfig),
-    /// The No-U-Turn sampler from θ on the full-batch posterior.
-    Nuts(NutsConfig),
+    /// small networks), over every parameter or a subnetwork with the rest fixed at θ.
+    Hmc(OnSubnetwork<HmcConfig>),
+    /// The No-U-Turn sampler from θ on the full-batch posterior, over every parameter or a
+    /// subnetwork with the rest fixed at θ.
+    Nuts(OnSubnetwork<NutsConfig>),
 }
 
 impl MethodSpec {
@@ -96,7 +97,8 @@ pub enum Hessian {
     /// The full GGN over the subnetwork S: Σ_S = (H_S + λ_S)⁻¹.
     #[default]
     Full,
-    /// Its diagonal over every parameter: σ_d² = 1/(h_dd + λ_d).
+    /// Its diagonal, over every parameter or over the subnetwork S (the rest fixed at θ):
+    /// σ_d² = 1/(h_dd + λ_d).
     Diagonal,
     /// Kronecker-factored (KFAC) blocks G ⊗ A per dense layer, over every parameter or the
     /// last layer (`"subnetwork": {"rule": "last-layer", "candidates": "all"}`), one scalar λ.
@@ -107,10 +109,10 @@ pub enum Hessian {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct LaplaceSpec {
-    /// Full GGN (over `subnetwork`), diagonal (over everything) or Kronecker-factored (over
-    /// everything or the last layer).
+    /// Full GGN or its diagonal (over `subnetwork`), or Kronecker-factored (over everything or
+    /// the last layer).
     pub hessian: Hessian,
-    /// The parameters with a posterior; the others stay at θ (a diagonal Laplace takes all).
+    /// The parameters with a posterior; the others stay at θ.
     pub subnetwork: SubsetRule,
     /// The prior, its subnetwork scaling λ_S = λ·S/D, and the GGN's rows per batch.
     #[serde(flatten)]
@@ -157,6 +159,42 @@ pub struct VariationalSpec {
     /// The parameters inferred; the others stay at θ with σ = 0.
     #[serde(default)]
     pub subnetwork: SubsetRule,
+}
+
+/// The settings of a method whose configuration takes explicit indices (its `subset`), with
+/// a rule that chooses them instead: in JSON the configuration's own fields, and
+/// `"subnetwork"` where it is not every parameter (a configuration's `subset` or this rule,
+/// not both).
+///
+/// ```
+/// use bdl_methods::{MethodSpec, SubsetRule};
+/// let swag: MethodSpec = serde_json::from_str(r#"{"method": "swag", "config":
+///     {"snapshots": 20, "subnetwork": {"rule": "last-layer"}}}"#).unwrap();
+/// let MethodSpec::Swag(swag) = &swag else { unreachable!() };
+/// assert!(matches!(swag.subnetwork, SubsetRule::LastLayer { .. }));
+/// assert_eq!(swag.config.snapshots, 20);
+/// // Over every parameter, the configuration's JSON alone.
+/// let all = MethodSpec::Swag(swag.config.clone().into());
+/// assert!(!serde_json::to_string(&all).unwrap().contains("subnetwork"));
+/// ```
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct OnSubnetwork<C> {
+    /// The method's own settings.
+    #[serde(flatten)]
+    pub config: C,
+    /// The parameters inferred; the others stay at θ.
+    #[serde(default, skip_serializing_if = "is_default")]
+    pub subnetwork: SubsetRule,
+}
+
+impl<C> From<C> for OnSubnetwork<C> {
+    /// The settings over every parameter.
+    fn from(config: C) -> Self {
+        Self {
+            config,
+            subnetwork: SubsetRule::All,
+        }
+    }
 }
 
 /// A blocked-Gibbs chain from θ, kept in memory: `sweeps` iterations after an optional pilot

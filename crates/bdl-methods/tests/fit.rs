@@ -1,11 +1,12 @@
 //! `fit` against the method crates called directly: the same posterior from the same settings,
 //! bit for bit; subnetworks that leave the rest of θ fixed; one error kind for divergence.
 
+use bdl_baselines::SwagConfig;
 use bdl_inference::{MapConfig, Posterior, PredictOptions, Validate};
 use bdl_laplace::selection::{self, Candidates};
 use bdl_laplace::{Evidence, LaplaceConfig, PriorPrecision, SubnetLaplace};
 use bdl_likelihoods::Likelihood;
-use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, ProposalVariance};
+use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, HmcConfig, NutsConfig, ProposalVariance};
 use bdl_methods::{
     Error, GibbsSpec, Hessian, LaplaceSpec, MethodSpec, Problem, SubsetRule, VariancesFrom,
     VariationalSpec, fit,
@@ -98,6 +99,67 @@ fn map_is_train_map() {
     assert_eq!(fitted.posterior.method(), "MAP");
 }
 
+/// A diagonal Laplace over a subnetwork S: σ_d² = 1/(h_dd + λ) on S from the network's GGN
+/// diagonal, θ exactly outside S; over every index it is the diagonal Laplace over everything.
+#[test]
+fn diagonal_laplace_over_a_subnetwork() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
+    let lambda = 2.0;
+    let diagonal = |subnetwork| {
+        MethodSpec::Laplace(LaplaceSpec {
+            hessian: Hessian::Diagonal,
+            subnetwork,
+            config: LaplaceConfig {
+                prior: PriorPrecision::Scalar(lambda),
+                ..LaplaceConfig::default()
+            },
+            ..LaplaceSpec::default()
+        })
+    };
+    let last = SubsetRule::LastLayer {
+        candidates: Candidates::All,
+    };
+    let fitted = fit(&diagonal(last), &problem).unwrap();
+    let subset = fitted.diagnostics.subnetwork.clone().unwrap();
+    assert_eq!(subset, (16..25).collect::<Vec<_>>());
+    let draws = fitted.posterior.sample(4000, Seed(3)).unwrap().unwrap();
+    let draws: Vec<Vec<f64>> = draws.to_dtype(DType::F64).unwrap().to_vec2().unwrap();
+    let mean = values(&theta);
+    let h = bdl_laplace::ggn_diagonal(&net, &theta, &LIK, data.x(), 256).unwrap();
+    for d in 0..mean.len() {
+        let at: Vec<f64> = draws.iter().map(|w| w[d]).collect();
+        if subset.contains(&d) {
+            let var = at.iter().map(|w| (w - mean[d]).powi(2)).sum::<f64>() / at.len() as f64;
+            let want = 1.0 / (h[d] + lambda);
+            // The variance about θ of 4,000 Gaussian draws: relative sd √(2/4000) ≈ 0.022.
+            assert!((var / want - 1.0).abs() < 0.1, "{d}: {var} vs {want}");
+        } else {
+            assert!(at.iter().all(|&w| w == mean[d]), "{d} moved");
+        }
+    }
+    // Over every index, the same predictive as the diagonal Laplace over everything.
+    let every = SubsetRule::Indices {
+        indices: (0..mean.len()).collect(),
+    };
+    let (m_sub, v_sub) = moments(
+        fit(&diagonal(every), &problem).unwrap().posterior.as_ref(),
+        data.x(),
+    );
+    let (m_all, v_all) = moments(
+        fit(&diagonal(SubsetRule::All), &problem)
+            .unwrap()
+            .posterior
+            .as_ref(),
+        data.x(),
+    );
+    assert_eq!(m_sub, m_all);
+    for (a, b) in v_sub.iter().zip(&v_all) {
+        assert!((a - b).abs() <= 1e-6 * b, "{a} vs {b}");
+    }
+}
+
 /// A Wasserstein subnetwork with diagonal-Laplace variances: the indices of the selection rule
 /// and the posterior of `SubnetLaplace::fit` on them.
 #[test]
@@ -120,7 +182,7 @@ fn subnetwork_laplace_is_selection_then_fit() {
     });
     assert_eq!(spec.name(), "subnetwork Laplace");
     let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
-    assert_eq!(fitted.diagnostics.subnetwork, Some(6));
+    assert_eq!(fitted.diagnostics.subnetwork.map(|s| s.len()), Some(6));
 
     let map = bdl_inference::MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
     let h = bdl_laplace::ggn_diagonal(&net, &theta, &LIK, data.x(), 256).unwrap();
@@ -219,7 +281,10 @@ fn kron_laplace_is_the_direct_fit_and_its_grid_argmax() {
         .unwrap(),
     )
     .unwrap();
-    assert_eq!(fitted.diagnostics.subnetwork, Some(last.subset().len()));
+    assert_eq!(
+        fitted.diagnostics.subnetwork.as_deref(),
+        Some(last.subset())
+    );
     let scores: Vec<f64> = grid
         .iter()
         .map(|&l| {
@@ -325,7 +390,7 @@ fn gibbs_over_a_subnetwork_moves_only_it() {
         },
     });
     let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
-    assert_eq!(fitted.diagnostics.subnetwork, Some(9));
+    assert_eq!(fitted.diagnostics.subnetwork.map(|s| s.len()), Some(9));
     let draws = fitted.posterior.sample(10, Seed(0)).unwrap().unwrap();
     let theta = values(&theta);
     let d = theta.len();
@@ -385,15 +450,15 @@ fn divergence_is_one_error_kind() {
 fn what_a_method_cannot_do_is_unsupported() {
     let (net, theta, data) = problem();
     let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
-    let diagonal_subnet = MethodSpec::Laplace(LaplaceSpec {
-        hessian: Hessian::Diagonal,
-        subnetwork: SubsetRule::LastLayer {
-            candidates: Candidates::All,
+    let kron_subnet = MethodSpec::Laplace(LaplaceSpec {
+        hessian: Hessian::Kron,
+        subnetwork: SubsetRule::Indices {
+            indices: vec![0, 3],
         },
         ..LaplaceSpec::default()
     });
     let no_dropout = MethodSpec::McDropout(map_config());
-    for spec in [diagonal_subnet, no_dropout] {
+    for spec in [kron_subnet, no_dropout] {
         let e = fit(&spec, &problem).err().expect("unsupported");
         assert!(matches!(e, Error::Unsupported { .. }), "{e}");
     }
@@ -460,7 +525,7 @@ fn sgmcmc_subnetwork_is_sample_sgmcmc_with_the_rule_subset() {
     .unwrap();
     assert_eq!(spec.name(), "SGHMC");
     let fitted = fit(&spec, &Problem::new(&net, &theta, LIK, data.x(), data.y())).unwrap();
-    assert_eq!(fitted.diagnostics.subnetwork, Some(9));
+    assert_eq!(fitted.diagnostics.subnetwork.map(|s| s.len()), Some(9));
     let MethodSpec::Sgmcmc(s) = &spec else {
         unreachable!()
     };
@@ -479,6 +544,85 @@ fn sgmcmc_subnetwork_is_sample_sgmcmc_with_the_rule_subset() {
         moments(&direct, data.x())
     );
     assert_eq!(fitted.posterior.method(), "SGHMC");
+}
+
+/// SWAG, HMC and NUTS over the last layer from JSON: the method crate's call with the rule's
+/// indices as its `subset`, bit for bit, and every draw θ off the last layer.
+#[test]
+fn swag_hmc_and_nuts_take_a_subnetwork_rule() {
+    let (net, theta0, data) = problem();
+    let theta = map_theta(&net, &theta0, &data);
+    let problem = Problem::new(&net, &theta, LIK, data.x(), data.y());
+    let last = r#""subnetwork": {"rule": "last-layer", "candidates": "all"}"#;
+    let specs: Vec<MethodSpec> = serde_json::from_str(&format!(
+        r#"[{{"method": "swag", "config": {{"learning_rate": 0.01, "snapshots": 5, "rank": 2,
+               "batch_size": 8, {last}}}}},
+            {{"method": "hmc", "config": {{"step_size": 1e-3, "leapfrog_steps": 5,
+               "iterations": 40, "burn_in": 20, "prior_precision": 1.0, {last}}}}},
+            {{"method": "nuts", "config": {{"step_size": 1e-3, "max_depth": 4,
+               "iterations": 40, "burn_in": 20, "prior_precision": 1.0, {last}}}}}]"#
+    ))
+    .unwrap();
+    let d = net.layout().len();
+    let subset = Some((d - 9..d).collect::<Vec<_>>());
+    let (x, y) = (data.x(), data.y());
+    for spec in &specs {
+        let fitted = fit(spec, &problem).unwrap();
+        assert_eq!(fitted.diagnostics.subnetwork, subset, "{}", spec.name());
+        let direct: Box<dyn Posterior> = match spec {
+            MethodSpec::Swag(s) => {
+                let config = SwagConfig {
+                    subset: subset.clone(),
+                    ..s.config.clone()
+                };
+                let config = config.check().unwrap();
+                Box::new(
+                    bdl_baselines::train_swag(&net, &theta, LIK, x, y, &config)
+                        .unwrap()
+                        .posterior,
+                )
+            }
+            MethodSpec::Hmc(s) => {
+                let config = HmcConfig {
+                    subset: subset.clone(),
+                    ..s.config.clone()
+                };
+                let config = config.check().unwrap();
+                Box::new(
+                    bdl_mcmc::sample_hmc(&net, &theta, LIK, x, y, &config)
+                        .unwrap()
+                        .posterior,
+                )
+            }
+            MethodSpec::Nuts(s) => {
+                let config = NutsConfig {
+                    subset: subset.clone(),
+                    ..s.config.clone()
+                };
+                let config = config.check().unwrap();
+                Box::new(
+                    bdl_mcmc::sample_nuts(&net, &theta, LIK, x, y, &config)
+                        .unwrap()
+                        .posterior,
+                )
+            }
+            _ => unreachable!(),
+        };
+        let draws = |p: &dyn Posterior| values(&p.sample(8, Seed(2)).unwrap().unwrap());
+        let via = draws(fitted.posterior.as_ref());
+        assert_eq!(via, draws(direct.as_ref()), "{}", spec.name());
+        let at = values(&theta);
+        for (k, w) in via.iter().enumerate() {
+            if k % d < d - 9 {
+                assert_eq!(*w, at[k % d], "{} moved {}", spec.name(), k % d);
+            }
+        }
+        assert!(
+            via.iter().enumerate().any(|(k, w)| *w != at[k % d]),
+            "{}",
+            spec.name()
+        );
+    }
 }
 
 /// λ per layer through the spec: `layerwise_prior`'s posterior and precisions.

@@ -156,8 +156,8 @@ impl PyPosterior {
         to_python(py, &self.inner.likelihood())
     }
 
-    /// What the fit reported (losses, λ, subnetwork size, acceptance), as a dict; None for a
-    /// loaded posterior.
+    /// What the fit reported (losses, λ, the subnetwork's indices, acceptance), as a dict; None
+    /// for a loaded posterior.
     #[getter]
     fn diagnostics<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
         self.diagnostics

@@ -28,17 +28,17 @@ use anyhow::{Context as _, Result};
 use bdl_data::Standardizer;
 use bdl_eval::plot::{Figure, Panel};
 use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
-use bdl_laplace::LinearizedPosterior;
 use bdl_laplace::selection::{self, Candidates, Selection};
 use bdl_laplace::{LaplaceConfig, PriorPrecision, SubnetLaplace, SubsetScaling};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{BatchMode, Blocking, GibbsConfig, Pilot, ProposalVariance};
-use bdl_methods::{GibbsSpec, MethodSpec, Problem, SubsetRule, VariationalSpec};
+use bdl_methods::{
+    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, Problem, SubsetRule, VariationalSpec,
+};
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
 use bdl_variational::{Method, VariationalConfig};
 use candle_core::{DType, Device, Tensor};
-use faer::Mat;
 use serde::Serialize;
 
 use self::claims::claims;
@@ -208,6 +208,8 @@ struct Scoring<'a> {
     grid_t: &'a Tensor,
     in_gap: Vec<bool>,
     x: &'a Tensor,
+    /// The training targets, for the fits' problem.
+    y: &'a Tensor,
     n_data: usize,
 }
 
@@ -261,6 +263,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         grid_t: &grid_t,
         in_gap: grid.iter().map(|&g| g > gap_lo && g < gap_hi).collect(),
         x: &x,
+        y: &y,
         n_data: xs.len(),
     };
 
@@ -398,7 +401,9 @@ fn same_subnetworks(
 }
 
 /// The Laplace methods on one MAP: MAP, diagonal, full, last layer, and at each size the
-/// subnetworks of every rule (random ones drawn from `seed`).
+/// subnetworks of every rule (random ones drawn from `seed`), each fitted by
+/// `bdl_methods::fit` over the indices its rule chose. The rules choose from one
+/// full-covariance Laplace over the weights: its exact marginal variances and GGN diagonal.
 fn laplace_methods(
     ctx: &Context,
     model: &Network,
@@ -408,70 +413,71 @@ fn laplace_methods(
     seed: Seed,
 ) -> Result<Vec<Evaluated>> {
     const ROWS: usize = 200;
-    let config = |subset_scaling| {
-        LaplaceConfig {
-            prior: PriorPrecision::Scalar(LAMBDA),
-            subset_scaling,
-            batch_size: ROWS,
-        }
-        .check()
+    let config = |subset_scaling| LaplaceConfig {
+        prior: PriorPrecision::Scalar(LAMBDA),
+        subset_scaling,
+        batch_size: ROWS,
     };
     let x = scoring.x;
     let layout = model.layout();
-    let d = layout.len();
-    let weights: Vec<usize> = (0..d).filter(|&i| layout.weights_mask()[i]).collect();
+    let weights: Vec<usize> = (0..layout.len())
+        .filter(|&i| layout.weights_mask()[i])
+        .collect();
     let n_weights = weights.len();
     let Likelihood::Gaussian { sigma } = map.likelihood() else {
         unreachable!("trained a Gaussian")
     };
 
-    // One GGN over the weights; every posterior below uses its rows and columns.
     ctx.log(format!("seed {}: GGN over the {n_weights} weights", seed.0));
-    let full = SubnetLaplace::fit(map, x, weights.clone(), &config(SubsetScaling::None)?)?;
+    let full = SubnetLaplace::fit(
+        map,
+        x,
+        weights.clone(),
+        &config(SubsetScaling::None).check()?,
+    )?;
+    let exact = selection::exact_variances(&full);
     let full_ggn = full.ggn();
-    let position = |i: usize| weights.binary_search(&i).expect("a weight");
-    let ggn_of = |subset: &[usize]| {
-        let at: Vec<usize> = subset.iter().map(|&i| position(i)).collect();
-        Mat::from_fn(at.len(), at.len(), |a, b| full_ggn[(at[a], at[b])])
-    };
-    let h: Vec<f64> = (0..n_weights).map(|i| full_ggn[(i, i)]).collect();
-    let mut h_all = vec![0.0; d];
-    for (&i, &v) in weights.iter().zip(&h) {
-        h_all[i] = v;
+    let mut h_all = vec![0.0; layout.len()];
+    for (k, &i) in weights.iter().enumerate() {
+        h_all[i] = full_ggn[(k, k)];
     }
-    let evaluate =
-        |name: String, post: &SubnetLaplace, selection: Option<Selection>| -> Result<Evaluated> {
-            Ok(Evaluated {
-                name,
-                s: post.subset().len(),
-                prior: post.prior_precision()[0],
-                grid_var: bdl_tensor::to_f64_vec(&post.f_covariance(scoring.grid_t, ROWS)?)?,
-                data_var: bdl_tensor::to_f64_vec(&post.f_covariance(x, ROWS)?)?,
-                selection,
-            })
+    let problem = Problem::new(model, map.theta(), map.likelihood(), x, scoring.y);
+    // The Laplace over `indices` with the GGN or its diagonal, at λ or at λ·S/D over the weights.
+    let laplace = |name: String, hessian, indices: Vec<usize>, scaled: bool| -> Result<Evaluated> {
+        let s = indices.len();
+        let (scaling, prior) = match scaled {
+            true => (
+                SubsetScaling::Weights,
+                LAMBDA * (s as f64 / n_weights as f64),
+            ),
+            false => (SubsetScaling::None, LAMBDA),
         };
+        let spec = MethodSpec::Laplace(LaplaceSpec {
+            hessian,
+            subnetwork: SubsetRule::Indices { indices },
+            config: config(scaling),
+            ..LaplaceSpec::default()
+        });
+        let fitted = bdl_methods::fit(&spec, &problem)?;
+        let post = fitted.posterior.as_ref();
+        variance_of(name, (s, prior), post, settings, scoring.grid_t, x)
+    };
     let subnet = |name: String, chosen: Selection, scaled: bool| -> Result<Evaluated> {
-        let scaling = match scaled {
-            true => SubsetScaling::Weights,
-            false => SubsetScaling::None,
-        };
-        let ggn = ggn_of(&chosen.indices);
-        let post =
-            SubnetLaplace::from_ggn(map.clone(), chosen.indices.clone(), ggn, &config(scaling)?)?;
-        evaluate(name, &post, Some(chosen))
+        let evaluated = laplace(name, Hessian::Full, chosen.indices.clone(), scaled)?;
+        Ok(Evaluated {
+            selection: Some(chosen),
+            ..evaluated
+        })
     };
 
     let mut methods: Vec<Evaluated> = vec![Evaluated::map(scoring)];
-    // The diagonal Laplace over the weights: the same GGN with its off-diagonal dropped.
-    let diagonal = SubnetLaplace::from_ggn(
-        map.clone(),
+    methods.push(laplace(
+        "diagonal".into(),
+        Hessian::Diagonal,
         weights.clone(),
-        Mat::from_fn(n_weights, n_weights, |a, b| if a == b { h[a] } else { 0.0 }),
-        &config(SubsetScaling::None)?,
-    )?;
-    methods.push(evaluate("diagonal".into(), &diagonal, None)?);
-    methods.push(evaluate("full".into(), &full, None)?);
-    let exact = selection::exact_variances(&full);
+        false,
+    )?);
+    methods.push(laplace("full".into(), Hessian::Full, weights, false)?);
     // Each rule's report counts the chosen weights without data signal: an exact marginal
     // variance within a relative 1e-9 of the prior's 1/λ (a GGN row below about 3·10⁻⁹, against
     // the σ⁻² ≈ 100 scale of the data terms; the Cholesky solve leaves a zero row's variance a

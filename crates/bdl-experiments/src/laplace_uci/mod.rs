@@ -499,7 +499,7 @@ fn run_listed(
         .with_validation(&parts.val.0, &parts.val.1);
     let fitted = bdl_methods::fit(&listed.spec, &problem)?;
     let d = model.layout().len();
-    let s = fitted.diagnostics.subnetwork.unwrap_or(d);
+    let s = fitted.diagnostics.subnetwork.as_ref().map_or(d, Vec::len);
     let lambda = fitted
         .diagnostics
         .prior_precision

@@ -37,20 +37,20 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use bdl_baselines::{
-    EnsembleConfig, McDropout, SwagConfig, SwagPosterior, train_ensemble, train_swag,
-};
+use bdl_baselines::{EnsembleConfig, SwagConfig};
 use bdl_data::mnist::{self, Collection, Part};
 use bdl_data::transforms::{self, Param, Transform};
 use bdl_data::{Dataset, Standardizer};
 use bdl_eval::metrics::{self, ReliabilityBin};
 use bdl_eval::plot::PALETTE;
 use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
-use bdl_laplace::selection::{self, Candidates};
-use bdl_laplace::{DiagLaplace, Evidence, LaplaceConfig, PriorPrecision};
+use bdl_laplace::LaplaceConfig;
+use bdl_laplace::selection::Candidates;
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::Keep;
-use bdl_methods::{MethodSpec, Problem};
+use bdl_methods::{
+    Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule, VariancesFrom, VariationalSpec,
+};
 use bdl_models::{Cnn, CnnSpec, Model as _, Network};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
@@ -548,26 +548,16 @@ fn fit_listed(
     seed: usize,
     listed: &Listed,
 ) -> Result<Row> {
-    let map = maps.get(seed, || train_lenet(data, settings, seed_root(seed), 0.0))?;
-    let problem = Problem::new(
-        map.network(),
-        map.theta(),
-        LIKELIHOOD,
-        data.fit.x(),
-        data.fit.y(),
-    )
-    .with_validation(data.val.x(), data.val.y());
-    let fitted = bdl_methods::fit(&listed.spec, &problem)
-        .with_context(|| format!("listed method {} on seed {seed}", listed.label))?;
-    score(
-        Key::Listed {
-            listed: listed.label.clone(),
-        },
-        fitted.posterior.as_ref(),
-        Some(seed),
-        fitted.diagnostics.prior_precision,
-        fitted.seconds,
-        &data.inputs,
+    let map = maps.get(seed, || train_lenet(data, settings, seed_root(seed)))?;
+    let key = Key::Listed {
+        listed: listed.label.clone(),
+    };
+    fit_row(
+        key,
+        &listed.spec,
+        &from_map(&map, data),
+        seed,
+        data,
         settings,
     )
 }
@@ -587,8 +577,8 @@ fn gibbs(ctx: &Context, images: &Images, settings: &Settings) -> Result<Row> {
 }
 
 /// The MAP configuration of every LeNet-5 fit with seed `seed`.
-fn map_config(settings: &Settings, seed: Seed) -> Result<bdl_inference::Valid<MapConfig>> {
-    Ok(MapConfig {
+fn map_config(settings: &Settings, seed: Seed) -> MapConfig {
+    MapConfig {
         learning_rate: settings.learning_rate,
         prior_precision: settings.prior_precision,
         epochs: settings.epochs,
@@ -596,33 +586,136 @@ fn map_config(settings: &Settings, seed: Seed) -> Result<bdl_inference::Valid<Ma
         seed,
         ..MapConfig::default()
     }
-    .check()?)
 }
 
-/// LeNet-5 for ten classes with dropout probability `p` on the dense hidden units.
-fn lenet5(p: f64) -> Result<Network> {
-    Ok(Network::from(Cnn::new(
-        CnnSpec::lenet5(10).with_dropout(p),
-    )?))
+/// SWAG from a seed's MAP (low rank plus diagonal), seeded from the seed's root; its diagonal
+/// variances also choose the Wasserstein subnetwork.
+fn swag_config(settings: &Settings, root: Seed) -> SwagConfig {
+    SwagConfig {
+        learning_rate: settings.swag_learning_rate,
+        prior_precision: settings.prior_precision,
+        batch_size: settings.batch_size,
+        snapshots: settings.swag_snapshots,
+        rank: settings.swag_rank,
+        seed: root.fork("swag"),
+        ..SwagConfig::default()
+    }
 }
 
-/// A MAP of LeNet-5 (dropout `p`) on the fit part, from the seeded initialisation.
-fn train_lenet(data: &Lenet, settings: &Settings, seed: Seed, p: f64) -> Result<MapEstimate> {
-    let net = lenet5(p)?;
-    let theta0 = net.init(seed.fork("init"), DType::F32, &Device::Cpu)?;
-    let config = map_config(settings, seed.fork("map"))?;
-    Ok(train_map(
-        &net,
-        &theta0,
+/// LeNet-5 for ten classes with dropout probability `p` on the dense hidden units, and its
+/// initialisation θ₀ seeded from `root`.
+fn lenet5(p: f64, root: Seed) -> Result<(Network, Tensor)> {
+    let net = Network::from(Cnn::new(CnnSpec::lenet5(10).with_dropout(p))?);
+    let theta0 = net.init(root.fork("init"), DType::F32, &Device::Cpu)?;
+    Ok((net, theta0))
+}
+
+/// A seed's MAP of LeNet-5 on the fit part, from the seeded initialisation: the θ every
+/// method but MC dropout and the ensemble starts from.
+fn train_lenet(data: &Lenet, settings: &Settings, root: Seed) -> Result<MapEstimate> {
+    let (net, theta0) = lenet5(0.0, root)?;
+    let config = map_config(settings, root.fork("map")).check()?;
+    let (x, y) = (data.fit.x(), data.fit.y());
+    Ok(train_map(&net, &theta0, LIKELIHOOD, x, y, &config)?.estimate)
+}
+
+/// The problem of every method that starts from a seed's MAP: the fit part, and the
+/// validation images on which the Laplace family chooses λ.
+fn from_map<'a>(map: &'a MapEstimate, data: &'a Lenet) -> Problem<'a> {
+    Problem::new(
+        map.network(),
+        map.theta(),
         LIKELIHOOD,
         data.fit.x(),
         data.fit.y(),
-        &config,
-    )?
-    .estimate)
+    )
+    .with_validation(data.val.x(), data.val.y())
 }
 
-/// The rows of one group of fits on one seed.
+/// The specification of one of the experiment's own methods on the seed whose streams `root`
+/// roots, `n_fit` training images and `d` parameters; `None` for the MAP (every problem's θ)
+/// and the chain (`gibbs-mnist`'s).
+fn spec(
+    method: Method,
+    settings: &Settings,
+    n_fit: usize,
+    d: usize,
+    root: Seed,
+) -> Option<MethodSpec> {
+    let (s, weights) = (settings.subnet_size, Candidates::WeightsOnly);
+    let wasserstein = || SubsetRule::Wasserstein {
+        size: s,
+        candidates: weights,
+        variances: VariancesFrom::Swag(swag_config(settings, root)),
+    };
+    let random = || SubsetRule::Random {
+        size: s,
+        candidates: weights,
+        seed: root.fork("random"),
+    };
+    // λ from the grid by the validation images, or the scaled prior alone.
+    let by_validation = Some(settings.lambdas.clone());
+    let scaled = Some(vec![settings.prior_precision * s as f64 / d as f64]);
+    let laplace = |hessian, subnetwork, prior_grid, prior_by| {
+        MethodSpec::Laplace(LaplaceSpec {
+            hessian,
+            subnetwork,
+            config: LaplaceConfig {
+                batch_size: GGN_BATCH,
+                ..LaplaceConfig::default()
+            },
+            prior_grid,
+            prior_by,
+            layerwise_prior: false,
+        })
+    };
+    let lambda = settings.prior_precision;
+    let variational = |rule| {
+        MethodSpec::Variational(VariationalSpec {
+            config: VariationalConfig {
+                init_precision: Some(n_fit as f64 + lambda),
+                seed: root.fork(method.name()),
+                ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
+            },
+            subnetwork: SubsetRule::All,
+        })
+    };
+    use {Hessian::Diagonal, Hessian::Full, PriorBy::Evidence, PriorBy::Validation};
+    Some(match method {
+        Method::Map | Method::Gibbs => return None,
+        Method::McDropout => MethodSpec::McDropout(map_config(settings, root.fork("map"))),
+        Method::Ensemble => MethodSpec::Ensemble(EnsembleConfig {
+            members: settings.members,
+            map: map_config(settings, root.fork("ensemble")),
+            parallel: false,
+        }),
+        Method::DiagLaplace => laplace(Diagonal, SubsetRule::All, by_validation, Validation),
+        Method::LastLayerLaplace => laplace(
+            Full,
+            SubsetRule::LastLayer {
+                candidates: Candidates::All,
+            },
+            by_validation,
+            Validation,
+        ),
+        Method::SubnetWasserstein => laplace(Full, wasserstein(), by_validation, Validation),
+        Method::SubnetRandom => laplace(Full, random(), by_validation, Validation),
+        Method::SubnetWassersteinScaledPrior => laplace(Full, wasserstein(), scaled, Evidence),
+        Method::SubnetRandomScaledPrior => laplace(Full, random(), scaled, Evidence),
+        Method::Vogn => variational(bdl_variational::Method::Vogn {
+            learning_rate: settings.vogn_learning_rate,
+            // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
+            beta: 0.001,
+        }),
+        Method::Vadam => variational(bdl_variational::Method::vadam(settings.vadam_learning_rate)),
+        Method::Ivon => variational(bdl_variational::Method::ivon(settings.ivon_learning_rate)),
+        Method::Swag => MethodSpec::Swag(swag_config(settings, root).into()),
+    })
+}
+
+/// The rows of one group of fits on one seed: each method's spec fitted by `bdl_methods::fit`
+/// from the seed's MAP, or, for MC dropout (its own network and MAP) and the ensemble (its
+/// members' own initialisations), from a fresh LeNet-5.
 fn fit_group(
     data: &Lenet,
     settings: &Settings,
@@ -631,179 +724,51 @@ fn fit_group(
     group: &[Method],
 ) -> Result<Vec<Row>> {
     let root = seed_root(seed);
-    let map = || maps.get(seed, || train_lenet(data, settings, root, 0.0));
-    let scored = |method, post: &dyn Posterior, chosen: Option<f64>, fit_s: f64| {
-        score(
-            method,
-            post,
-            Some(seed),
-            chosen,
-            fit_s,
-            &data.inputs,
-            settings,
-        )
-    };
-    let clock = Instant::now;
+    let map = || maps.get(seed, || train_lenet(data, settings, root));
+    let n_fit = data.fit.len();
     let mut rows = Vec::new();
-    match group[0] {
-        Method::Map => {
-            let start = clock();
-            let map = map()?;
-            rows.push(scored(
-                Method::Map,
-                &map,
-                None,
-                start.elapsed().as_secs_f64(),
-            )?);
-        }
-        Method::DiagLaplace => {
-            let map = map()?;
-            let start = clock();
-            let diag = diagonal(&map, data, &settings.lambdas)?;
-            let fit_s = start.elapsed().as_secs_f64();
-            rows.push(laplace_row(
-                Method::DiagLaplace,
-                &diag,
-                seed,
-                fit_s,
-                &data.inputs,
-                settings,
-            )?);
-            let last = selection::last_layer(map.network().layout(), Candidates::All);
-            let subnet = Subnet {
-                map: &map,
-                data,
-                settings,
-                seed,
-            };
-            rows.push(subnet.row(Method::LastLayerLaplace, last.indices, 0.0)?);
-        }
-        Method::Swag => {
-            let map = map()?;
-            let chosen = Subsets::choose(&map, data, settings, root)?;
-            rows.push(scored(Method::Swag, &chosen.swag, None, chosen.swag_s)?);
-            let subnet = Subnet {
-                map: &map,
-                data,
-                settings,
-                seed,
-            };
-            // The Wasserstein rule's time includes the SWAG run its variances come from.
-            rows.push(subnet.row(Method::SubnetWasserstein, chosen.wasserstein, chosen.swag_s)?);
-            rows.push(subnet.row(Method::SubnetRandom, chosen.random, 0.0)?);
-        }
-        Method::McDropout => {
-            let start = clock();
-            let map = train_lenet(data, settings, root.fork("dropout"), settings.dropout)?;
-            let post = McDropout::new(map);
-            rows.push(scored(
-                Method::McDropout,
-                &post,
-                None,
-                start.elapsed().as_secs_f64(),
-            )?);
-        }
-        method @ (Method::Vogn | Method::Vadam | Method::Ivon) => {
-            let map = map()?;
-            let start = clock();
-            let post = variational(method, &map, data, settings, root)?;
-            rows.push(scored(method, &post, None, start.elapsed().as_secs_f64())?);
-        }
-        Method::Ensemble => {
-            let start = clock();
-            let post = ensemble(data, settings, root)?;
-            rows.push(scored(
-                Method::Ensemble,
-                &post,
-                None,
-                start.elapsed().as_secs_f64(),
-            )?);
-        }
-        other => unreachable!("{other:?} does not start a group"),
+    for &method in group {
+        let fresh = |p, root| -> Result<Row> {
+            let (net, theta0) = lenet5(p, root)?;
+            let d = net.layout().len();
+            let spec = spec(method, settings, n_fit, d, root).context("a fitted method")?;
+            let (x, y) = (data.fit.x(), data.fit.y());
+            let problem = Problem::new(&net, &theta0, LIKELIHOOD, x, y);
+            fit_row(method.into(), &spec, &problem, seed, data, settings)
+        };
+        rows.push(match method {
+            Method::Map => {
+                let start = Instant::now();
+                let map = map()?;
+                let fit_s = start.elapsed().as_secs_f64();
+                score(
+                    method,
+                    &map,
+                    Some(seed),
+                    None,
+                    fit_s,
+                    &data.inputs,
+                    settings,
+                )?
+            }
+            Method::McDropout => fresh(settings.dropout, root.fork("dropout"))?,
+            Method::Ensemble => fresh(0.0, root)?,
+            _ => {
+                let map = map()?;
+                let d = map.network().layout().len();
+                let spec = spec(method, settings, n_fit, d, root).context("a fitted method")?;
+                fit_row(
+                    method.into(),
+                    &spec,
+                    &from_map(&map, data),
+                    seed,
+                    data,
+                    settings,
+                )?
+            }
+        });
     }
     Ok(rows)
-}
-
-/// VOGN, Vadam or IVON from the MAP's mean with σ ≈ 1/√N (initial precision N + λ; IVON its
-/// own h₀), `vi_epochs` epochs, seeded from the seed's root.
-fn variational(
-    method: Method,
-    map: &MapEstimate,
-    data: &Lenet,
-    settings: &Settings,
-    root: Seed,
-) -> Result<bdl_variational::MeanField> {
-    let (x, y) = (data.fit.x(), data.fit.y());
-    let (n, lambda) = (data.fit.len() as f64, settings.prior_precision);
-    let rule = match method {
-        Method::Vogn => bdl_variational::Method::Vogn {
-            learning_rate: settings.vogn_learning_rate,
-            // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
-            beta: 0.001,
-        },
-        Method::Vadam => bdl_variational::Method::vadam(settings.vadam_learning_rate),
-        _ => bdl_variational::Method::ivon(settings.ivon_learning_rate),
-    };
-    let config = VariationalConfig {
-        init_precision: Some(n + lambda),
-        seed: root.fork(method.name()),
-        ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
-    }
-    .check()?;
-    Ok(bdl_variational::fit(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?.posterior)
-}
-
-/// A deep ensemble of `members` LeNet-5 MAPs, each from its own initialisation.
-fn ensemble(data: &Lenet, settings: &Settings, root: Seed) -> Result<bdl_baselines::Ensemble> {
-    let config = EnsembleConfig {
-        members: settings.members,
-        map: (*map_config(settings, root.fork("ensemble"))?).clone(),
-        parallel: false,
-    }
-    .check()?;
-    let (x, y) = (data.fit.x(), data.fit.y());
-    Ok(train_ensemble(&lenet5(0.0)?, LIKELIHOOD, x, y, DType::F32, &config)?.posterior)
-}
-
-/// SWAG from a seed's MAP and the two subnetworks of `subnet_size` weights it leads to.
-struct Subsets {
-    swag: SwagPosterior,
-    /// Seconds SWAG took.
-    swag_s: f64,
-    /// The weights of largest diagonal-SWAG variance (the Wasserstein rule).
-    wasserstein: Vec<usize>,
-    /// Weights drawn at random.
-    random: Vec<usize>,
-}
-
-impl Subsets {
-    /// Runs SWAG from `map` (seeded by `root`) and chooses both subnetworks among the weights.
-    fn choose(map: &MapEstimate, data: &Lenet, settings: &Settings, root: Seed) -> Result<Self> {
-        let start = Instant::now();
-        let config = SwagConfig {
-            learning_rate: settings.swag_learning_rate,
-            prior_precision: settings.prior_precision,
-            batch_size: settings.batch_size,
-            snapshots: settings.swag_snapshots,
-            rank: settings.swag_rank,
-            seed: root.fork("swag"),
-            ..SwagConfig::default()
-        }
-        .check()?;
-        let (x, y) = (data.fit.x(), data.fit.y());
-        let swag = train_swag(map.network(), map.theta(), LIKELIHOOD, x, y, &config)?.posterior;
-        let swag_s = start.elapsed().as_secs_f64();
-        let layout = map.network().layout();
-        let s = settings.subnet_size;
-        let variances = swag.swag().variances();
-        let weights = Candidates::WeightsOnly;
-        Ok(Self {
-            wasserstein: selection::largest(&variances, layout, weights, s, None)?.indices,
-            random: selection::random(layout, weights, s, root.fork("random"))?.indices,
-            swag,
-            swag_s,
-        })
-    }
 }
 
 /// The two subnetworks of one seed at the scaled prior λ_S = λ·S/D ([`SCALED_PRIOR`]), each
@@ -814,36 +779,16 @@ fn scaled_prior(
     maps: &Maps<'_>,
     seed: usize,
 ) -> Result<Vec<Row>> {
-    let root = seed_root(seed);
-    let map = maps.get(seed, || train_lenet(data, settings, root, 0.0))?;
-    let chosen = Subsets::choose(&map, data, settings, root)?;
-    let d = map.network().layout().len() as f64;
-    let lambda_s = settings.prior_precision * settings.subnet_size as f64 / d;
-    let mut rows = Vec::new();
-    for (method, subset, earlier_s) in [
-        (
+    fit_group(
+        data,
+        settings,
+        maps,
+        seed,
+        &[
             Method::SubnetWassersteinScaledPrior,
-            chosen.wasserstein,
-            chosen.swag_s,
-        ),
-        (Method::SubnetRandomScaledPrior, chosen.random, 0.0),
-    ] {
-        let start = Instant::now();
-        let (x, y) = (data.fit.x(), data.fit.y());
-        let post = Evidence::new(&map, x, y, subset, GGN_BATCH)?.posterior(lambda_s, 1.0)?;
-        let fit_s = start.elapsed().as_secs_f64() + earlier_s;
-        let inputs = &data.inputs;
-        rows.push(score(
-            method,
-            &post,
-            Some(seed),
-            Some(lambda_s),
-            fit_s,
-            inputs,
-            settings,
-        )?);
-    }
-    Ok(rows)
+            Method::SubnetRandomScaledPrior,
+        ],
+    )
 }
 
 /// The root of every stream of seed `seed`'s fits.
@@ -851,135 +796,61 @@ fn seed_root(seed: usize) -> Seed {
     Seed(2021).fork("shift-mnist").index(seed as u64)
 }
 
-/// A Laplace posterior with λ chosen two ways from one grid: by the validation log-likelihood
-/// (the protocol) and by the Laplace marginal likelihood of the training data (an
-/// investigation of the paper's claim, reported beside it).
-struct Tuned<P> {
-    by_validation: (P, f64),
-    by_evidence: (P, f64),
-}
-
-/// The first (value, λ) of `candidates` with the largest value.
-fn best<P>(candidates: impl Iterator<Item = Result<(P, f64, f64)>>) -> Result<(P, f64)> {
-    let mut best: Option<(P, f64, f64)> = None;
-    for candidate in candidates {
-        let candidate = candidate?;
-        if best.as_ref().is_none_or(|b| candidate.2 > b.2) {
-            best = Some(candidate);
-        }
-    }
-    let (post, lambda, _) = best.context("at least one candidate λ")?;
-    Ok((post, lambda))
-}
-
-/// The diagonal Laplace at `map` over the candidate λ (one GGN diagonal for all of them).
-fn diagonal(map: &MapEstimate, data: &Lenet, lambdas: &[f64]) -> Result<Tuned<DiagLaplace>> {
-    let h = bdl_laplace::ggn_diagonal(
-        map.network(),
-        map.theta(),
-        &map.likelihood(),
-        data.fit.x(),
-        GGN_BATCH,
-    )?;
-    let posteriors: Vec<(DiagLaplace, f64)> = lambdas
-        .iter()
-        .map(|&lambda| {
-            let config = LaplaceConfig {
-                prior: PriorPrecision::Scalar(lambda),
-                ..LaplaceConfig::default()
-            }
-            .check()?;
-            Ok((
-                DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config)?,
-                lambda,
-            ))
-        })
-        .collect::<Result<_>>()?;
-    let by_validation = best(posteriors.iter().map(|(post, lambda)| {
-        let pred = post.predictive(data.val.x(), &PredictOptions::default())?;
-        Ok((
-            post.clone(),
-            *lambda,
-            metrics::mean_log_lik(&pred, data.val.y())?,
-        ))
-    }))?;
-    // log p(D | θ̂) is the same for every λ: 0 in its place gives the same argmax.
-    let by_evidence =
-        best(posteriors.iter().map(|(post, lambda)| {
-            Ok((post.clone(), *lambda, post.log_marginal_likelihood(0.0)?))
-        }))?;
-    Ok(Tuned {
-        by_validation,
-        by_evidence,
-    })
-}
-
-/// The full-covariance Laplace over `subset` at `map` over the candidate λ (every candidate's
-/// validation log-likelihood and evidence from one eigendecomposition of the subset's GGN).
-fn subnetwork(
-    map: &MapEstimate,
+/// The row of `spec` fitted to `problem`, scored at every angle and on the OOD images. One of
+/// the experiment's own Laplace posteriors with λ chosen on the validation images is fitted a
+/// second time with λ by
+/// the Laplace marginal likelihood of the training data on the same parameters (an
+/// investigation of the paper's claim), whose scores go beside the row's.
+fn fit_row(
+    key: Key,
+    spec: &MethodSpec,
+    problem: &Problem<'_>,
+    seed: usize,
     data: &Lenet,
-    subset: Vec<usize>,
-    lambdas: &[f64],
-) -> Result<Tuned<bdl_laplace::SubnetLaplace>> {
-    let evidence = Evidence::new(map, data.fit.x(), data.fit.y(), subset, GGN_BATCH)?;
-    let val = evidence.validation(data.val.x(), data.val.y())?;
-    // σ is not a parameter of a categorical likelihood.
-    let choose = |score: &dyn Fn(f64) -> Result<f64>| -> Result<(bdl_laplace::SubnetLaplace, f64)> {
-        best(lambdas.iter().map(|&l| Ok(((), l, score(l)?))))
-            .and_then(|((), l)| Ok((evidence.posterior(l, 1.0)?, l)))
-    };
-    Ok(Tuned {
-        by_validation: choose(&|l| Ok(evidence.validation_log_lik(&val, l, 1.0)?))?,
-        by_evidence: choose(&|l| Ok(evidence.log_evidence(l, 1.0)))?,
-    })
-}
-
-/// What a subnetwork Laplace row of one seed needs.
-struct Subnet<'a> {
-    map: &'a MapEstimate,
-    data: &'a Lenet,
-    settings: &'a Settings,
-    seed: usize,
-}
-
-impl Subnet<'_> {
-    /// The row of the Laplace over `subset` (λ chosen both ways), its fit time counted from
-    /// the MAP plus `earlier_s` seconds spent before on its behalf.
-    fn row(&self, method: Method, subset: Vec<usize>, earlier_s: f64) -> Result<Row> {
-        let start = Instant::now();
-        let post = subnetwork(self.map, self.data, subset, &self.settings.lambdas)?;
-        let fit_s = start.elapsed().as_secs_f64() + earlier_s;
-        let inputs = &self.data.inputs;
-        laplace_row(method, &post, self.seed, fit_s, inputs, self.settings)
-    }
-}
-
-/// A Laplace row: the validation-tuned posterior scored in full, the evidence-tuned one's
-/// scores at every angle beside it.
-fn laplace_row<P: Posterior>(
-    method: Method,
-    tuned: &Tuned<P>,
-    seed: usize,
-    fit_s: f64,
-    inputs: &Inputs,
     settings: &Settings,
 ) -> Result<Row> {
-    let (post, lambda) = &tuned.by_validation;
+    let fitted = bdl_methods::fit(spec, problem)
+        .with_context(|| format!("{} on seed {seed}", key.name()))?;
+    let own = matches!(key, Key::Own(_));
+    let chosen = fitted.diagnostics.prior_precision;
+    let post = fitted.posterior.as_ref();
     let mut row = score(
-        method,
+        key,
         post,
         Some(seed),
-        Some(*lambda),
-        fit_s,
-        inputs,
+        chosen,
+        fitted.seconds,
+        &data.inputs,
         settings,
     )?;
-    let (post, lambda) = &tuned.by_evidence;
-    row.evidence = Some(Alternative {
-        lambda: *lambda,
-        scores: evaluate(post, Some(seed), inputs, settings)?.scores,
-    });
+    if let MethodSpec::Laplace(laplace) = spec
+        && own
+        && laplace.prior_by == PriorBy::Validation
+    {
+        let subnetwork = match fitted.diagnostics.subnetwork {
+            Some(indices) => SubsetRule::Indices { indices },
+            None => laplace.subnetwork.clone(),
+        };
+        let by_evidence = MethodSpec::Laplace(LaplaceSpec {
+            subnetwork,
+            prior_by: PriorBy::Evidence,
+            ..laplace.clone()
+        });
+        let alternative = bdl_methods::fit(&by_evidence, problem)?;
+        row.evidence = Some(Alternative {
+            lambda: alternative
+                .diagnostics
+                .prior_precision
+                .context("a grid's λ")?,
+            scores: evaluate(
+                alternative.posterior.as_ref(),
+                Some(seed),
+                &data.inputs,
+                settings,
+            )?
+            .scores,
+        });
+    }
     Ok(row)
 }
 
