@@ -1,5 +1,6 @@
 //! SGLD, SGHMC, HMC and NUTS against an exact posterior: Bayesian linear regression with a known
-//! noise, whose posterior is Gaussian with precision A = XᵀX/σ² + λI and mean A⁻¹Xᵀy/σ².
+//! noise, whose posterior is Gaussian with precision A = XᵀX/σ² + λI and mean A⁻¹Xᵀy/σ²; and
+//! HMC and NUTS on a subset against a non-Gaussian posterior by quadrature (a tanh ridge).
 
 use bdl_inference::Validate;
 use bdl_likelihoods::Likelihood;
@@ -376,6 +377,138 @@ fn hmc_and_nuts_on_a_subset_sample_the_conditional_posterior() {
             assert!(
                 (ratio - 1.0).abs() < 0.06,
                 "{what}: variance {i} ratio {ratio}"
+            );
+        }
+    }
+}
+
+/// A non-Gaussian target: f(x) = w₂ tanh(w₁ x) (the MLP 1-1-1 with both biases fixed at 0 by a
+/// subset), ten points, σ = 0.5, prior N(0, I) on (w₁, w₂). Its posterior is a curved ridge
+/// w₂ tanh(w₁ x) ≈ y with two mirror modes (w₁, w₂) ↔ (−w₁, −w₂); the moments below are the same
+/// in both, so a chain that keeps to one mode still has them.
+struct Ridge {
+    net: Network,
+    x: Tensor,
+    y: Tensor,
+    theta0: Tensor,
+    /// E[w₁²], E[w₂²], E[w₁w₂] by quadrature.
+    moments: [f64; 3],
+}
+
+fn ridge() -> Ridge {
+    let dev = &Device::Cpu;
+    let xs: Vec<f64> = (0..10).map(|i| -1.8 + 0.4 * i as f64).collect();
+    let noise = bdl_tensor::normal(&mut Seed(3).rng(), 10, 0.0, SIGMA, DType::F64, dev).unwrap();
+    let ys: Vec<f64> = xs
+        .iter()
+        .zip(noise.to_vec1::<f64>().unwrap())
+        .map(|(x, e)| 0.8 * (1.5 * x).tanh() + e)
+        .collect();
+    let log_post = |w1: f64, w2: f64| {
+        let sse: f64 = xs
+            .iter()
+            .zip(&ys)
+            .map(|(x, y)| (y - w2 * (w1 * x).tanh()).powi(2))
+            .sum();
+        -sse / (2.0 * SIGMA * SIGMA) - (w1 * w1 + w2 * w2) / 2.0
+    };
+    // The midpoint rule on [−6, 6]², 1,200² cells: the density is below e⁻¹⁵ of its peak at
+    // the edges.
+    let (cells, half) = (1200, 6.0);
+    let h = 2.0 * half / cells as f64;
+    let at = |k: usize| -half + (k as f64 + 0.5) * h;
+    let peak = (0..cells)
+        .flat_map(|i| (0..cells).map(move |j| (i, j)))
+        .map(|(i, j)| log_post(at(i), at(j)))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (mut z, mut m) = (0.0, [0.0; 3]);
+    for i in 0..cells {
+        for j in 0..cells {
+            let (w1, w2) = (at(i), at(j));
+            let p = (log_post(w1, w2) - peak).exp();
+            z += p;
+            m[0] += p * w1 * w1;
+            m[1] += p * w2 * w2;
+            m[2] += p * w1 * w2;
+        }
+    }
+    let net = Network::from(Mlp::new(MlpSpec::new(&[1, 1, 1], Activation::Tanh)).unwrap());
+    Ridge {
+        net,
+        x: Tensor::from_vec(xs, (10, 1), dev).unwrap(),
+        y: Tensor::from_vec(ys, (10, 1), dev).unwrap(),
+        // (w₁, b₁, w₂, b₂): the start in a mode, the biases at 0.
+        theta0: Tensor::new(&[1.0f64, 0.0, 1.0, 0.0], dev).unwrap(),
+        moments: m.map(|v| v / z),
+    }
+}
+
+/// Batches of the batch-means standard error.
+const BATCHES: usize = 40;
+
+/// The mean of a chain's values and its batch-means standard error over `batches` batches.
+fn batch_means(values: &[f64], batches: usize) -> (f64, f64) {
+    let size = values.len() / batches;
+    let means: Vec<f64> = values
+        .chunks_exact(size)
+        .map(|b| b.iter().sum::<f64>() / size as f64)
+        .collect();
+    let b = means.len() as f64;
+    let mean = means.iter().sum::<f64>() / b;
+    let var = means.iter().map(|m| (m - mean).powi(2)).sum::<f64>() / (b - 1.0);
+    (mean, (var / b).sqrt())
+}
+
+/// HMC and NUTS on the ridge's weights alone give its quadrature moments, each within four
+/// batch-means standard errors, which must be below 4% of the moment for the test to decide
+/// anything (they are 0.2–3.3%; sampling at λ = 1.3 instead of 1 puts E[w₁²] 30 errors off).
+#[test]
+fn hmc_and_nuts_match_the_quadrature_posterior_of_a_tanh_ridge() {
+    let r = ridge();
+    let lik = Likelihood::Gaussian { sigma: SIGMA };
+    let subset = Some(vec![0, 2]);
+    let hmc = HmcConfig {
+        step_size: 0.05,
+        leapfrog_steps: 20,
+        iterations: 80_000,
+        burn_in: 1000,
+        keep_every: 1,
+        prior_precision: 1.0,
+        target_acceptance: Some(0.8),
+        seed: Seed(8),
+        subset: subset.clone(),
+    };
+    let nuts = NutsConfig {
+        step_size: 0.05,
+        max_depth: 8,
+        iterations: 40_000,
+        burn_in: 1000,
+        keep_every: 1,
+        prior_precision: 1.0,
+        target_acceptance: Some(0.8),
+        seed: Seed(8),
+        subset,
+    };
+    let (net, x, y, theta0) = (&r.net, &r.x, &r.y, &r.theta0);
+    let hmc = sample_hmc(net, theta0, lik, x, y, &hmc.check().unwrap()).unwrap();
+    let nuts = sample_nuts(net, theta0, lik, x, y, &nuts.check().unwrap()).unwrap();
+    for (what, draws) in [
+        ("HMC", hmc.posterior.draws()),
+        ("NUTS", nuts.posterior.draws()),
+    ] {
+        let rows: Vec<Vec<f64>> = draws.to_vec2().unwrap();
+        let moments: [&dyn Fn(&[f64]) -> f64; 3] =
+            [&|r| r[0] * r[0], &|r| r[2] * r[2], &|r| r[0] * r[2]];
+        for (k, (g, q)) in moments.iter().zip(&r.moments).enumerate() {
+            let values: Vec<f64> = rows.iter().map(|r| g(r)).collect();
+            let (mean, se) = batch_means(&values, BATCHES);
+            assert!(
+                se < 0.04 * q,
+                "{what}: moment {k}'s error {se} is too large to decide"
+            );
+            assert!(
+                (mean - q).abs() < 4.0 * se,
+                "{what}: moment {k} {mean} ± {se} vs {q}"
             );
         }
     }
