@@ -85,6 +85,8 @@ pub struct Context {
     pub profile: Profile,
     /// The run's own output folder (created), `OUT/<experiment>/<profile>`.
     pub dir: PathBuf,
+    /// The output root `OUT`, where the folders of the other experiments' runs are.
+    pub out: PathBuf,
     /// The data root.
     pub data: PathBuf,
     /// No progress bars or log lines (smoke runs, tests).
@@ -99,6 +101,12 @@ impl Context {
     /// A progress bar over `len` units of `what`, hidden when quiet.
     pub fn bar(&self, len: u64, what: &str) -> indicatif::ProgressBar {
         progress::bar(len, what, self.quiet)
+    }
+
+    /// The folder of experiment `name`'s run in this profile, `OUT/<name>/<profile>` (where
+    /// one experiment finds what another's run saved, such as `gibbs-mnist`'s chains).
+    pub fn folder_of(&self, name: &str) -> PathBuf {
+        self.out.join(name).join(self.profile.name())
     }
 
     /// A log line on stderr, unless quiet.
@@ -283,6 +291,7 @@ pub fn run_sharded(
     let ctx = Context {
         profile,
         dir: dir.clone(),
+        out: out.to_path_buf(),
         data: profile.data_root(),
         quiet,
         sharding,

@@ -232,6 +232,7 @@ mod tests {
         Context {
             profile,
             dir: dir.to_path_buf(),
+            out: dir.to_path_buf(),
             data: dir.to_path_buf(),
             quiet: true,
             sharding: Sharding::All,

@@ -256,14 +256,7 @@ pub(crate) fn main_chain(
     let chains_dir = if let Some(name) = folder {
         ctx.dir.join("chains").join(name)
     } else {
-        let root = ctx
-            .dir
-            .parent()
-            .and_then(|p| p.parent())
-            .context("the output root")?;
-        root.join(EXPERIMENT.name)
-            .join(ctx.profile.name())
-            .join("chains")
+        ctx.folder_of(EXPERIMENT.name).join("chains")
     };
     let dir = chain_folder(&chains_dir, collection, batch, &config);
     let bar = ctx.bar(settings.iterations, "iterations");
