@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use bdl_baselines::McDropout;
 use bdl_data::{Dataset, Provenance, Task};
-use bdl_inference::{MapEstimate, Posterior, Validate};
+use bdl_inference::{MapEstimate, Posterior, Valid, Validate};
 use bdl_laplace::selection::Candidates;
 use bdl_laplace::{
     DiagLaplace, Evidence, KronConfig, KronLaplace, KronScope, LaplaceConfig, PriorPrecision,
@@ -238,10 +238,8 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
             Box::new(McDropout::new(fit.estimate))
         }
         MethodSpec::Swag(spec) => {
-            let mut config = spec.config.clone();
-            let rule = &spec.subnetwork;
-            merge_subset(rule, &mut config.subset, problem, method, &mut diagnostics)?;
-            let config = config.check().lift(method)?;
+            let (rule, d) = (&spec.subnetwork, &mut diagnostics);
+            let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
             let fit = bdl_baselines::train_swag(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.losses = fit.losses;
             Box::new(fit.posterior)
@@ -262,19 +260,15 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
         MethodSpec::Gibbs(spec) => gibbs(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Sgmcmc(spec) => sgmcmc(spec, problem, method, &mut diagnostics)?,
         MethodSpec::Hmc(spec) => {
-            let mut config = spec.config.clone();
-            let rule = &spec.subnetwork;
-            merge_subset(rule, &mut config.subset, problem, method, &mut diagnostics)?;
-            let config = config.check().lift(method)?;
+            let (rule, d) = (&spec.subnetwork, &mut diagnostics);
+            let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
             let fit = bdl_mcmc::sample_hmc(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.acceptance = vec![fit.acceptance];
             Box::new(fit.posterior)
         }
         MethodSpec::Nuts(spec) => {
-            let mut config = spec.config.clone();
-            let rule = &spec.subnetwork;
-            merge_subset(rule, &mut config.subset, problem, method, &mut diagnostics)?;
-            let config = config.check().lift(method)?;
+            let (rule, d) = (&spec.subnetwork, &mut diagnostics);
+            let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
             let fit = bdl_mcmc::sample_nuts(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.acceptance = vec![fit.acceptance];
             Box::new(fit.posterior)
@@ -585,26 +579,29 @@ fn best<P>(
         })
 }
 
-/// The subnetwork `rule` chooses, into a method configuration's own `subset` of explicit
-/// indices (which must then be empty: one of the two, not both).
-fn merge_subset(
+/// `config` with the subnetwork `rule` chooses as its own `subset` of explicit indices (the
+/// field `subset` picks, which must then be empty: one of the two, not both), checked.
+fn with_rule<C: Clone + Validate>(
+    config: &C,
+    subset: fn(&mut C) -> &mut Option<Vec<usize>>,
     rule: &SubsetRule,
-    subset: &mut Option<Vec<usize>>,
     problem: &Problem<'_>,
     method: &'static str,
     diagnostics: &mut Diagnostics,
-) -> Result<()> {
+) -> Result<Valid<C>> {
+    let mut config = config.clone();
     if let Some(chosen) = rule.choose(problem, method)? {
-        if subset.is_some() {
+        let own = subset(&mut config);
+        if own.is_some() {
             return Err(Error::Unsupported {
                 method,
                 what: "take both a `subset` and a `subnetwork` rule (give one)".into(),
             });
         }
         diagnostics.subnetwork = Some(chosen.clone());
-        *subset = Some(chosen);
+        *own = Some(chosen);
     }
-    Ok(())
+    config.check().lift(method)
 }
 
 /// A variational method from θ, over the subnetwork its rule chooses.
@@ -614,15 +611,15 @@ fn variational(
     method: &'static str,
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
-    let mut config = spec.config.clone();
-    merge_subset(
-        &spec.subnetwork,
-        &mut config.subset,
+    let rule = &spec.subnetwork;
+    let config = with_rule(
+        &spec.config,
+        |c| &mut c.subset,
+        rule,
         problem,
         method,
         diagnostics,
     )?;
-    let config = config.check().lift(method)?;
     let (x, y) = (problem.x, problem.y);
     let fit = bdl_variational::fit(
         problem.network,
@@ -644,15 +641,15 @@ fn sgmcmc(
     method: &'static str,
     diagnostics: &mut Diagnostics,
 ) -> Result<Box<dyn Posterior>> {
-    let mut config = spec.config.clone();
-    merge_subset(
-        &spec.subnetwork,
-        &mut config.subset,
+    let rule = &spec.subnetwork;
+    let config = with_rule(
+        &spec.config,
+        |c| &mut c.subset,
+        rule,
         problem,
         method,
         diagnostics,
     )?;
-    let config = config.check().lift(method)?;
     let (net, lik) = (problem.network, problem.likelihood);
     let fit = bdl_mcmc::sample_sgmcmc(net, problem.theta, lik, problem.x, problem.y, &config)
         .lift(method)?;
