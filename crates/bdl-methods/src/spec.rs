@@ -252,6 +252,8 @@ pub enum SubsetRule {
     /// Every parameter.
     #[default]
     All,
+    /// Every weight, the biases fixed at θ (the subnetwork paper's toy and UCI Laplace).
+    Weights,
     /// These flat parameter indices.
     Indices {
         /// Ascending, distinct, each below D.

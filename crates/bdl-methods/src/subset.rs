@@ -26,6 +26,9 @@ impl SubsetRule {
     /// let last = SubsetRule::LastLayer { candidates: Default::default() };
     /// assert_eq!(last.choose(&problem, "doc")?.unwrap(), [8, 9, 10, 11]);
     /// assert_eq!(SubsetRule::All.choose(&problem, "doc")?, None);
+    /// // Every weight: the two weight matrices, without 0.bias (4..8) and 2.bias (12).
+    /// let weights = SubsetRule::Weights.choose(&problem, "doc")?.unwrap();
+    /// assert_eq!(weights, [0, 1, 2, 3, 8, 9, 10, 11]);
     /// # Ok(()) }
     /// ```
     pub fn choose(
@@ -36,6 +39,9 @@ impl SubsetRule {
         let layout = problem.network.layout();
         let chosen = match self {
             Self::All => return Ok(None),
+            Self::Weights => (layout.weights_mask().into_iter().enumerate())
+                .filter_map(|(i, weight)| weight.then_some(i))
+                .collect(),
             Self::Indices { indices } => indices.clone(),
             Self::LastLayer { candidates } => selection::last_layer(layout, *candidates).indices,
             Self::Random {

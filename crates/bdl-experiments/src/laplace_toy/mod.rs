@@ -13,7 +13,9 @@
 //! sensitivity score, and at random. The score of each method is its epistemic standard deviation in the gap between the
 //! clusters and at the data, and how far its predictive standard deviation is from the
 //! full-covariance Laplace's. Every method is fitted on the MAPs of several seeds (5 in the
-//! paper profile) and the claims are decided over them, paired by seed.
+//! paper profile) and the claims are decided over them, paired by seed. Listed methods
+//! (`crate::listed`; by default HMC over the weights, the biases fixed, at the same λ) are
+//! fitted from every MAP and scored the same way, without claims.
 //!
 //! The MAP starts from a live initialisation ([`Mlp::init_live`]) and is trained by full-batch
 //! Adam at α = 3·10⁻⁴: the default initialisation and α = 3·10⁻³ leave a quarter to a half of
@@ -55,7 +57,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     reproduces: "Daxberger et al. (2021), toy experiment: subnetwork Laplace on the 1-D two-cluster regression",
     run,
     shards: false,
-    lists_methods: false,
+    lists_methods: true,
 };
 
 /// One method's row of `results.json`.
@@ -64,8 +66,9 @@ struct Row {
     method: String,
     /// Parameters with a posterior (0 for the MAP).
     s: usize,
-    /// The prior precision used for those parameters.
-    prior_precision: f64,
+    /// The prior precision used for those parameters (`None` for a listed method, whose spec
+    /// holds it).
+    prior_precision: Option<f64>,
     /// Mean epistemic standard deviation sd(f) over grid points between the clusters.
     gap_sd: f64,
     /// Mean epistemic standard deviation at the training inputs.
@@ -117,7 +120,7 @@ struct SeedRows {
 struct Evaluated {
     name: String,
     s: usize,
-    prior: f64,
+    prior: Option<f64>,
     grid_var: Vec<f64>,
     data_var: Vec<f64>,
     selection: Option<Selection>,
@@ -129,7 +132,7 @@ impl Evaluated {
         Self {
             name: "MAP".into(),
             s: 0,
-            prior: LAMBDA,
+            prior: Some(LAMBDA),
             grid_var: vec![0.0; scoring.grid.len()],
             data_var: vec![0.0; scoring.n_data],
             selection: None,
@@ -267,11 +270,30 @@ fn run(ctx: &Context) -> Result<Outcome> {
         n_data: xs.len(),
     };
 
+    let listed = crate::listed::methods(ctx, default_listed(ctx.profile)?)?;
     let mut seeds = Vec::new();
     let mut shown = Vec::new();
     for (k, map) in maps.iter().enumerate() {
         let seed = Seed(k as u64);
         let mut methods = laplace_methods(ctx, &model, map, &settings, &scoring, seed)?;
+        let problem = Problem::new(&model, map.theta(), map.likelihood(), &x, &y);
+        for l in &listed {
+            let fitted = bdl_methods::fit(&l.spec, &problem)
+                .with_context(|| format!("listed method {} on seed {k}", l.label))?;
+            let s = fitted
+                .diagnostics
+                .subnetwork
+                .map_or(model.layout().len(), |s| s.len());
+            let post = fitted.posterior.as_ref();
+            methods.push(variance_of(
+                l.label.clone(),
+                (s, None),
+                post,
+                &settings,
+                &grid_t,
+                &x,
+            )?);
+        }
         if k == 0 {
             let others =
                 same_subnetworks(ctx, &model, map, &settings, &methods, (&x, &y), &grid_t)?;
@@ -300,9 +322,10 @@ fn run(ctx: &Context) -> Result<Outcome> {
         map_table(&map_rows)
     );
     let claims = claims(&seeds);
+    let body = body + &crate::listed::section("laplace-toy", "each seed's MAP", &listed);
     Ok(Outcome::new(
         "laplace-toy: subnetwork Laplace on the 1-D two-cluster set",
-        &settings,
+        &crate::listed::with_listed(&settings, &listed),
         &Rows {
             seeds,
             maps: map_rows,
@@ -311,6 +334,20 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body)
     .claims(claims)
     .figure("laplace-toy.svg", figure.to_svg()))
+}
+
+/// The default listed methods (`crate::listed`; `methods.json` in the run's folder replaces
+/// them): HMC over the weights from each MAP, the biases fixed as in the Laplace rows, at the
+/// same prior λ and the MAP's σ ([`crate::listed::hmc_reference`]): a sampler's in-between
+/// uncertainty beside the full Laplace's.
+fn default_listed(profile: crate::Profile) -> Result<Vec<MethodSpec>> {
+    let mut specs = crate::listed::hmc_reference(profile, LAMBDA)?;
+    for spec in &mut specs {
+        if let MethodSpec::Hmc(hmc) = spec {
+            hmc.subnetwork = SubsetRule::Weights;
+        }
+    }
+    Ok(specs)
 }
 
 /// `n` evaluation points from half the data's range below its least input to half above its
@@ -389,7 +426,7 @@ fn same_subnetworks(
             let fitted = bdl_methods::fit(&spec, &problem)?;
             others.push(variance_of(
                 format!("{posterior} over {name}"),
-                (s, scaled),
+                (s, Some(scaled)),
                 fitted.posterior.as_ref(),
                 settings,
                 grid_t,
@@ -460,7 +497,7 @@ fn laplace_methods(
         });
         let fitted = bdl_methods::fit(&spec, &problem)?;
         let post = fitted.posterior.as_ref();
-        variance_of(name, (s, prior), post, settings, scoring.grid_t, x)
+        variance_of(name, (s, Some(prior)), post, settings, scoring.grid_t, x)
     };
     let subnet = |name: String, chosen: Selection, scaled: bool| -> Result<Evaluated> {
         let evaluated = laplace(name, Hessian::Full, chosen.indices.clone(), scaled)?;
@@ -677,7 +714,7 @@ fn subset_gibbs(subset: &[usize], prior: f64, settings: &Settings) -> MethodSpec
 /// chain window).
 fn variance_of(
     name: String,
-    (s, prior): (usize, f64),
+    (s, prior): (usize, Option<f64>),
     post: &dyn Posterior,
     settings: &Settings,
     grid: &Tensor,

@@ -58,7 +58,8 @@ pub(super) fn table(rows: &[Row], sigma: f64) -> String {
         t.row([
             r.method.clone(),
             r.s.to_string(),
-            format!("{:.3}", r.prior_precision),
+            r.prior_precision
+                .map_or_else(|| "–".to_owned(), |l| format!("{l:.3}")),
             format!("{:.3}", r.gap_sd),
             format!("{:.3}", r.data_sd),
             format!("{:.3}", r.distance_to_full),
