@@ -18,9 +18,7 @@ use faer::Mat;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
-use crate::{
-    GibbsSpec, Hessian, LaplaceSpec, MethodSpec, PriorBy, SgmcmcSpec, SubsetRule, VariationalSpec,
-};
+use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, PriorBy, SubsetRule};
 
 /// What every method is fitted to: the network, its parameters θ (the start of training or
 /// sampling, or the MAP a Laplace is taken at), the likelihood and the training data (x, y).
@@ -206,15 +204,8 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
     let mut diagnostics = Diagnostics::default();
     let posterior: Box<dyn Posterior> = match spec {
         MethodSpec::Map(config) => {
-            let fit = bdl_inference::train_map(
-                net,
-                theta,
-                lik,
-                x,
-                y,
-                &config.clone().check().lift(method)?,
-            )
-            .lift(method)?;
+            let config = config.clone().check().lift(method)?;
+            let fit = bdl_inference::train_map(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.losses = fit.losses;
             Box::new(fit.estimate)
         }
@@ -225,15 +216,8 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
                     what: "fit a network without dropout (give it a dropout probability)".into(),
                 });
             }
-            let fit = bdl_inference::train_map(
-                net,
-                theta,
-                lik,
-                x,
-                y,
-                &config.clone().check().lift(method)?,
-            )
-            .lift(method)?;
+            let config = config.clone().check().lift(method)?;
+            let fit = bdl_inference::train_map(net, theta, lik, x, y, &config).lift(method)?;
             diagnostics.losses = fit.losses;
             Box::new(McDropout::new(fit.estimate))
         }
@@ -256,9 +240,20 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
             Box::new(fit.posterior)
         }
         MethodSpec::Laplace(spec) => laplace(spec, problem, method, &mut diagnostics)?,
-        MethodSpec::Variational(spec) => variational(spec, problem, method, &mut diagnostics)?,
+        MethodSpec::Variational(spec) => {
+            let (rule, d) = (&spec.subnetwork, &mut diagnostics);
+            let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
+            let fit = bdl_variational::fit(net, theta, lik, x, y, &config).lift(method)?;
+            diagnostics.losses = fit.nll;
+            Box::new(fit.posterior)
+        }
         MethodSpec::Gibbs(spec) => gibbs(spec, problem, method, &mut diagnostics)?,
-        MethodSpec::Sgmcmc(spec) => sgmcmc(spec, problem, method, &mut diagnostics)?,
+        MethodSpec::Sgmcmc(spec) => {
+            let (rule, d) = (&spec.subnetwork, &mut diagnostics);
+            let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
+            let fit = bdl_mcmc::sample_sgmcmc(net, theta, lik, x, y, &config).lift(method)?;
+            Box::new(fit.posterior)
+        }
         MethodSpec::Hmc(spec) => {
             let (rule, d) = (&spec.subnetwork, &mut diagnostics);
             let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
@@ -602,58 +597,6 @@ fn with_rule<C: Clone + Validate>(
         *own = Some(chosen);
     }
     config.check().lift(method)
-}
-
-/// A variational method from θ, over the subnetwork its rule chooses.
-fn variational(
-    spec: &VariationalSpec,
-    problem: &Problem<'_>,
-    method: &'static str,
-    diagnostics: &mut Diagnostics,
-) -> Result<Box<dyn Posterior>> {
-    let rule = &spec.subnetwork;
-    let config = with_rule(
-        &spec.config,
-        |c| &mut c.subset,
-        rule,
-        problem,
-        method,
-        diagnostics,
-    )?;
-    let (x, y) = (problem.x, problem.y);
-    let fit = bdl_variational::fit(
-        problem.network,
-        problem.theta,
-        problem.likelihood,
-        x,
-        y,
-        &config,
-    )
-    .lift(method)?;
-    diagnostics.losses = fit.nll;
-    Ok(Box::new(fit.posterior))
-}
-
-/// A stochastic-gradient sampler from θ over the subnetwork its rule chooses.
-fn sgmcmc(
-    spec: &SgmcmcSpec,
-    problem: &Problem<'_>,
-    method: &'static str,
-    diagnostics: &mut Diagnostics,
-) -> Result<Box<dyn Posterior>> {
-    let rule = &spec.subnetwork;
-    let config = with_rule(
-        &spec.config,
-        |c| &mut c.subset,
-        rule,
-        problem,
-        method,
-        diagnostics,
-    )?;
-    let (net, lik) = (problem.network, problem.likelihood);
-    let fit = bdl_mcmc::sample_sgmcmc(net, problem.theta, lik, problem.x, problem.y, &config)
-        .lift(method)?;
-    Ok(Box::new(fit.posterior))
 }
 
 /// A blocked-Gibbs chain from θ, in memory, and the window of its kept draws.
