@@ -47,6 +47,7 @@ use self::claims::claims;
 use self::report::{map_table, seed_table, table};
 use self::settings::Settings;
 use crate::concurrency::side_by_side;
+use crate::listed::Listed;
 use crate::{Context, Entry, Outcome};
 
 const LAMBDA: f64 = 3.0;
@@ -227,29 +228,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let xs = bdl_tensor::to_f64_vec(&x)?;
 
     let model = Network::from(Mlp::new(MlpSpec::new(&settings.widths, Activation::Relu))?);
-    // The MAPs the methods use (one per seed, the first seed 0's), then seed 0's other variants.
-    let used = (true, settings.learning_rate);
-    let mut jobs: Vec<(u64, bool, f64)> = (0..settings.map_seeds)
-        .map(|k| (k, used.0, used.1))
-        .collect();
-    jobs.extend(
-        settings
-            .map_variants
-            .iter()
-            .map(|&(live, lr)| (0, live, lr)),
-    );
-    ctx.log(format!(
-        "MAP: {} fits of {} full-batch Adam steps ({} seeds, {} variants of seed 0), side by side",
-        jobs.len(),
-        settings.epochs,
-        settings.map_seeds,
-        settings.map_variants.len()
-    ));
-    let fits = side_by_side(&jobs, |&job| train(&model, &settings, job, &x, &y))?;
-    let n_seeds = settings.map_seeds as usize;
-    let maps: Vec<MapEstimate> = fits[..n_seeds].iter().map(|(m, _)| m.clone()).collect();
-    let mut map_rows: Vec<MapRow> = fits.into_iter().map(|(_, row)| row).collect();
-    map_rows.drain(1..n_seeds);
+    let (maps, map_rows) = train_maps(ctx, &model, &settings, (&x, &y))?;
     let Likelihood::Gaussian { sigma } = maps[0].likelihood() else {
         unreachable!("trained a Gaussian")
     };
@@ -276,24 +255,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     for (k, map) in maps.iter().enumerate() {
         let seed = Seed(k as u64);
         let mut methods = laplace_methods(ctx, &model, map, &settings, &scoring, seed)?;
-        let problem = Problem::new(&model, map.theta(), map.likelihood(), &x, &y);
-        for l in &listed {
-            let fitted = bdl_methods::fit(&l.spec, &problem)
-                .with_context(|| format!("listed method {} on seed {k}", l.label))?;
-            let s = fitted
-                .diagnostics
-                .subnetwork
-                .map_or(model.layout().len(), |s| s.len());
-            let post = fitted.posterior.as_ref();
-            methods.push(variance_of(
-                l.label.clone(),
-                (s, None),
-                post,
-                &settings,
-                &grid_t,
-                &x,
-            )?);
-        }
+        methods.extend(listed_rows(&listed, &model, map, &settings, &scoring, k)?);
         if k == 0 {
             let others =
                 same_subnetworks(ctx, &model, map, &settings, &methods, (&x, &y), &grid_t)?;
@@ -334,6 +296,63 @@ fn run(ctx: &Context) -> Result<Outcome> {
     .body(body)
     .claims(claims)
     .figure("laplace-toy.svg", figure.to_svg()))
+}
+
+/// The MAPs the methods use (one per seed, from seed 0), trained side by side with seed 0's
+/// other variants, and the MAP table's rows (seed 0's MAP, then its variants).
+fn train_maps(
+    ctx: &Context,
+    model: &Network,
+    settings: &Settings,
+    (x, y): (&Tensor, &Tensor),
+) -> Result<(Vec<MapEstimate>, Vec<MapRow>)> {
+    let used = (true, settings.learning_rate);
+    let mut jobs: Vec<(u64, bool, f64)> = (0..settings.map_seeds)
+        .map(|k| (k, used.0, used.1))
+        .collect();
+    jobs.extend(
+        settings
+            .map_variants
+            .iter()
+            .map(|&(live, lr)| (0, live, lr)),
+    );
+    ctx.log(format!(
+        "MAP: {} fits of {} full-batch Adam steps ({} seeds, {} variants of seed 0), side by side",
+        jobs.len(),
+        settings.epochs,
+        settings.map_seeds,
+        settings.map_variants.len()
+    ));
+    let fits = side_by_side(&jobs, |&job| train(model, settings, job, x, y))?;
+    let n_seeds = settings.map_seeds as usize;
+    let maps: Vec<MapEstimate> = fits[..n_seeds].iter().map(|(m, _)| m.clone()).collect();
+    let mut map_rows: Vec<MapRow> = fits.into_iter().map(|(_, row)| row).collect();
+    map_rows.drain(1..n_seeds);
+    Ok((maps, map_rows))
+}
+
+/// The listed methods on the MAP of seed `k`, each fitted by `bdl_methods::fit` and scored as
+/// the own rows are.
+fn listed_rows(
+    listed: &[Listed],
+    model: &Network,
+    map: &MapEstimate,
+    settings: &Settings,
+    scoring: &Scoring<'_>,
+    k: usize,
+) -> Result<Vec<Evaluated>> {
+    let problem = Problem::new(model, map.theta(), map.likelihood(), scoring.x, scoring.y);
+    listed
+        .iter()
+        .map(|l| {
+            let fitted = bdl_methods::fit(&l.spec, &problem)
+                .with_context(|| format!("listed method {} on seed {k}", l.label))?;
+            let s = (fitted.diagnostics.subnetwork).map_or(model.layout().len(), |s| s.len());
+            let post = fitted.posterior.as_ref();
+            let (grid, x) = (scoring.grid_t, scoring.x);
+            variance_of(l.label.clone(), (s, None), post, settings, grid, x)
+        })
+        .collect()
 }
 
 /// The default listed methods (`crate::listed`; `methods.json` in the run's folder replaces
