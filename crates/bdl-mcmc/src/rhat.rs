@@ -70,6 +70,38 @@ mod tests {
         assert_eq!(split_rhat(&[]), None);
     }
 
+    /// `n` draws of the AR(1) chain x_t = φ x_{t−1} + ε_t, ε_t ~ N(0, 1), from stationarity
+    /// (x₀ ~ N(0, 1/(1 − φ²))), shifted by `shift`.
+    fn ar1(phi: f64, n: usize, shift: f64, seed: u64) -> Vec<f64> {
+        use rand_distr::{Distribution, StandardNormal};
+        let mut rng = bdl_tensor::Seed(seed).rng();
+        let mut normal = || -> f64 { StandardNormal.sample(&mut rng) };
+        let mut x = normal() / (1.0 - phi * phi).sqrt();
+        (0..n)
+            .map(|_| {
+                x = phi * x + normal();
+                x + shift
+            })
+            .collect()
+    }
+
+    /// Four stationary AR(1) chains at φ = 0.9 (about 260 effective draws each) agree: R̂ within
+    /// 0.01 of 1. One of them two stationary sds off the others gives R̂ ≈ √(1 + 1) ≈ 1.4; the
+    /// 1.1 rule of thumb flags it.
+    #[test]
+    fn ar1_chains_agree_unless_one_is_shifted() {
+        let (phi, n) = (0.9, 5000);
+        let sd = 1.0 / (1.0f64 - phi * phi).sqrt();
+        let chains: Vec<Vec<f64>> = (0..4).map(|k| ar1(phi, n, 0.0, k)).collect();
+        let refs: Vec<&[f64]> = chains.iter().map(Vec::as_slice).collect();
+        let r = split_rhat(&refs).unwrap();
+        assert!((r - 1.0).abs() < 0.01, "{r}");
+        let shifted = ar1(phi, n, 2.0 * sd, 3);
+        let refs = [refs[0], refs[1], refs[2], shifted.as_slice()];
+        let r = split_rhat(&refs).unwrap();
+        assert!(r > 1.1 && r < 2.0, "{r}");
+    }
+
     /// var⁺ by hand on two chains of four: halves (0, 2), (1, 3), (4, 6), (5, 7).
     #[test]
     fn matches_the_formula_by_hand() {
