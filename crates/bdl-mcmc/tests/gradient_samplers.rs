@@ -465,8 +465,7 @@ fn batch_means(values: &[f64], batches: usize) -> (f64, f64) {
 /// decide anything).
 fn assert_quadrature_moments(r: &Ridge, draws: &Tensor, what: &str) {
     let rows: Vec<Vec<f64>> = draws.to_vec2().unwrap();
-    let moments: [&dyn Fn(&[f64]) -> f64; 3] =
-        [&|r| r[0] * r[0], &|r| r[2] * r[2], &|r| r[0] * r[2]];
+    let moments: [fn(&[f64]) -> f64; 3] = [|r| r[0] * r[0], |r| r[2] * r[2], |r| r[0] * r[2]];
     for (k, (g, q)) in moments.iter().zip(&r.moments).enumerate() {
         let values: Vec<f64> = rows.iter().map(|r| g(r)).collect();
         let (mean, se) = batch_means(&values, BATCHES);
