@@ -768,7 +768,7 @@ mod tests {
         Row {
             method: method.into(),
             s: 10,
-            prior_precision: LAMBDA,
+            prior_precision: Some(LAMBDA),
             gap_sd,
             data_sd,
             distance_to_full,
