@@ -121,17 +121,16 @@ struct Potential<'a> {
 }
 
 impl<'a> Potential<'a> {
-    /// The potential of `network` about `theta0` on (x, y), moving `subset`, after the checks
-    /// its samplers need: a valid likelihood, θ₀ of the network's length, valid indices,
-    /// paired rows, and finite data, so that a non-finite output means an overflowed θ (an
-    /// infinite potential).
+    /// The potential of `network` about `theta0` on (x, y) with the prior precision λ, moving
+    /// `subset`, after the checks its samplers need: a valid likelihood, θ₀ of the network's
+    /// length, valid indices, paired rows, and finite data, so that a non-finite output means an
+    /// overflowed θ (an infinite potential).
     fn new(
         network: &'a Network,
         theta0: &'a Tensor,
         likelihood: Likelihood,
         (x, y): (&'a Tensor, &'a Tensor),
-        lambda: f64,
-        subset: Option<&'a [usize]>,
+        (lambda, subset): (f64, Option<&'a [usize]>),
     ) -> Result<Self> {
         likelihood.check().map_err(bdl_inference::Error::from)?;
         network.layout().check_flat(theta0)?;
@@ -303,15 +302,8 @@ pub fn sample_hmc(
     y: &Tensor,
     config: &Valid<HmcConfig>,
 ) -> Result<HmcFit> {
-    let subset = config.subset.as_deref();
-    let potential = Potential::new(
-        network,
-        theta0,
-        likelihood,
-        (x, y),
-        config.prior_precision,
-        subset,
-    )?;
+    let prior = (config.prior_precision, config.subset.as_deref());
+    let potential = Potential::new(network, theta0, likelihood, (x, y), prior)?;
     let mut theta = potential.start();
     let d = theta.len();
     let (mut u, mut grad) = potential.at(&theta)?;
@@ -587,15 +579,8 @@ pub fn sample_nuts(
     y: &Tensor,
     config: &Valid<NutsConfig>,
 ) -> Result<NutsFit> {
-    let subset = config.subset.as_deref();
-    let potential = Potential::new(
-        network,
-        theta0,
-        likelihood,
-        (x, y),
-        config.prior_precision,
-        subset,
-    )?;
+    let prior = (config.prior_precision, config.subset.as_deref());
+    let potential = Potential::new(network, theta0, likelihood, (x, y), prior)?;
     let q = potential.start();
     let d = q.len();
     let (u, g) = potential.at(&q)?;

@@ -309,7 +309,9 @@ fn scalar(prior: &PriorPrecision) -> Option<f64> {
 
 /// The diagonal Laplace at the MAP: one GGN diagonal h, then λ as given or the grid's best.
 /// Over every parameter a [`DiagLaplace`], σ_d² = 1/(h_dd + λ_d); over a subnetwork S the
-/// Laplace whose H_S keeps only h on its diagonal (the same σ_d² on S, the rest fixed at θ).
+/// Laplace whose H_S keeps only h on its diagonal (the same σ_d² on S, the rest fixed at θ),
+/// stored and factored as a dense s × s matrix: O(s²) memory, meant for subnetworks of a few
+/// thousand weights (a subset in `DiagLaplace` itself would make it O(s)).
 fn diagonal_laplace(
     spec: &LaplaceSpec,
     problem: &Problem<'_>,
