@@ -12,15 +12,17 @@ pub(super) const SUBNET_BEST: Cite = Cite {
     quote: "",
 };
 
+/// Each seed's test log-likelihood of `method` averaged over every angle of its rows.
+pub(super) fn ll_by_seed(rows: &[Row], method: Method) -> Vec<(Option<usize>, f64)> {
+    of(rows, method)
+        .map(|r| (r.seed, over_angles(r, log_lik)))
+        .collect()
+}
+
 /// `a − b` of the test log-likelihood averaged over every angle, paired by seed (the seeds
 /// both have; one pair has no standard error).
 pub(super) fn paired_ll(rows: &[Row], a: Method, b: Method) -> Measured {
-    let by_seed = |m| -> Vec<(Option<usize>, f64)> {
-        of(rows, m)
-            .map(|r| (r.seed, over_angles(r, log_lik)))
-            .collect()
-    };
-    Measured::paired_by(&by_seed(a), &by_seed(b))
+    Measured::paired_by(&ll_by_seed(rows, a), &ll_by_seed(rows, b))
 }
 
 /// The paper's two claims, on the test log-likelihood averaged over every angle, each a

@@ -32,6 +32,7 @@
 mod claims;
 mod report;
 mod settings;
+mod size_curve;
 
 use std::sync::Mutex;
 use std::time::Instant;
@@ -59,7 +60,7 @@ use serde::{Deserialize, Serialize};
 
 use self::claims::claims;
 use self::report::{body, figure, present, reliability_figure};
-use self::settings::{SCALED_PRIOR, ScaledPriorSettings, Settings};
+use self::settings::{SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve, SizeCurveSettings};
 use crate::concurrency::side_by_side;
 use crate::gibbs_mnist::main_chain;
 use crate::listed::Listed;
@@ -279,6 +280,10 @@ struct Row {
     eval_s: f64,
     /// The Laplace family: the same posterior with λ by the marginal likelihood instead.
     evidence: Option<Alternative>,
+    /// The subnetwork's weights on the size curve's rows (`size_curve`); `None` elsewhere,
+    /// where a subnetwork has the run's `subnet_size`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subnet_size: Option<usize>,
 }
 
 /// A Laplace posterior with its λ chosen by the Laplace marginal likelihood: λ and its scores.
@@ -333,6 +338,7 @@ impl Images {
 /// What a method is evaluated on, standardised by one standardiser: the test images at every
 /// angle with their labels, and the OOD images.
 struct Inputs {
+    angles: Vec<f64>,
     rotated: Vec<Tensor>,
     labels: Tensor,
     fashion: Tensor,
@@ -355,6 +361,7 @@ impl Inputs {
             })
             .collect::<Result<_>>()?;
         Ok(Self {
+            angles: angles.to_vec(),
             rotated,
             labels: images.test.y().clone(),
             fashion: scale.transform(images.fashion.x())?,
@@ -396,8 +403,9 @@ impl<'a> Maps<'a> {
     }
 }
 
-/// One unit of the run: a group of fits on one seed, the Gibbs chain, or the two subnetworks
-/// of one seed at the scaled prior ([`SCALED_PRIOR`]).
+/// One unit of the run: a group of fits on one seed, the Gibbs chain, the two subnetworks
+/// of one seed at the scaled prior ([`SCALED_PRIOR`]), or the two at one size of the size curve
+/// ([`SizeCurve`]).
 #[derive(Clone, Copy, Debug)]
 enum Unit {
     Gibbs,
@@ -407,6 +415,10 @@ enum Unit {
     },
     ScaledPrior {
         seed: usize,
+    },
+    SizeCurve {
+        seed: usize,
+        size: usize,
     },
     /// Listed method `index` (`crate::listed`) on one seed.
     Listed {
@@ -421,6 +433,7 @@ impl Unit {
             Self::Gibbs => "gibbs".to_owned(),
             Self::Listed { seed, index } => format!("seed-{seed}-listed-{}", listed[index].slug),
             Self::ScaledPrior { seed } => format!("seed-{seed}-subnet-scaled-prior"),
+            Self::SizeCurve { seed, size } => format!("seed-{seed}-subnet-size-{size}"),
             Self::Fits { seed, group } => {
                 let first = serde_json::to_value(GROUPS[group][0]).expect("a name");
                 format!("seed-{seed}-{}", first.as_str().expect("a string"))
@@ -448,22 +461,34 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let scaled: Vec<Unit> = (0..settings.seeds)
         .map(|seed| Unit::ScaledPrior { seed })
         .collect();
+    let curve = SizeCurve::of(ctx.profile);
+    let curve_inputs = size_curve::inputs(&images, &scale, &curve, &settings)?;
+    // The largest first: a worker left with the last unit then waits the least.
+    let curve_units: Vec<Unit> = (curve.sizes.iter().rev())
+        .flat_map(|&size| (0..settings.seeds).map(move |seed| Unit::SizeCurve { seed, size }))
+        .collect();
     let listed = crate::listed::methods(ctx, default_listed(&settings, lenet.fit.len())?)?;
     let units = Units::new(ctx, &settings)?;
-    let scaled_units = Units::new(
+    let scaled_settings = || ScaledPriorSettings {
+        settings: &settings,
+        subnet_prior: SCALED_PRIOR,
+    };
+    let scaled_units = Units::new(ctx, &scaled_settings())?;
+    let size_units = Units::new(
         ctx,
-        &ScaledPriorSettings {
-            settings: &settings,
-            subnet_prior: SCALED_PRIOR,
+        &SizeCurveSettings {
+            scaled: scaled_settings(),
+            curve_angles: &curve.angles,
         },
     )?;
     let listed_units: Vec<Units> = listed
         .iter()
         .map(|l| Units::new(ctx, &l.settings(&settings)))
         .collect::<Result<_>>()?;
-    let total = all.len() + scaled.len() + listed.len() * settings.seeds;
+    let total = all.len() + scaled.len() + curve_units.len() + listed.len() * settings.seeds;
     let mut mine = units.share(all);
     mine.extend(scaled_units.share(scaled));
+    mine.extend(size_units.share(curve_units));
     for (index, u) in listed_units.iter().enumerate() {
         mine.extend(
             u.share(
@@ -482,11 +507,17 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 units.get_or_run(&key, || gibbs(ctx, &images, &settings).map(|row| vec![row]))
             }
             Unit::Fits { seed, group } => units.get_or_run(&key, || {
-                fit_group(&lenet, &settings, &maps, seed, GROUPS[group])
+                let (subnet, group) = (settings.subnet_size, GROUPS[group]);
+                fit_group(&lenet, &settings, &maps, seed, group, subnet, &lenet.inputs)
             }),
-            Unit::ScaledPrior { seed } => {
-                scaled_units.get_or_run(&key, || scaled_prior(&lenet, &settings, &maps, seed))
-            }
+            Unit::ScaledPrior { seed } => scaled_units.get_or_run(&key, || {
+                let subnet = settings.subnet_size;
+                scaled_prior(&lenet, &settings, &maps, seed, subnet, &lenet.inputs)
+            }),
+            Unit::SizeCurve { seed, size } => size_units.get_or_run(&key, || {
+                let rows = scaled_prior(&lenet, &settings, &maps, seed, size, &curve_inputs)?;
+                Ok(size_curve::at_size(rows, size))
+            }),
             Unit::Listed { seed, index } => listed_units[index].get_or_run(&key, || {
                 fit_listed(&lenet, &settings, &maps, seed, &listed[index]).map(|row| vec![row])
             }),
@@ -498,17 +529,22 @@ fn run(ctx: &Context) -> Result<Outcome> {
     if let Some(shard) = units.shard_outcome(mine.iter().map(|u| u.key(&listed)).collect(), total) {
         return Ok(shard);
     }
-    let rows: Vec<Row> = per_unit.into_iter().flatten().collect();
+    let all_rows: Vec<Row> = per_unit.into_iter().flatten().collect();
+    let (curve_rows, rows): (Vec<Row>, Vec<Row>) =
+        (all_rows.iter().cloned()).partition(|r| r.subnet_size.is_some());
+    let points = size_curve::points(&rows, curve_rows, &settings, &curve);
     Ok(Outcome::new(
         "shift-mnist: rotated MNIST and Fashion-MNIST as OOD, every method side by side",
-        &crate::listed::with_listed(&settings, &listed),
-        &rows,
+        &size_curve::with_curve(&crate::listed::with_listed(&settings, &listed), &curve),
+        &all_rows,
     )?
     .body(
         body(&rows, &settings, &lenet)
+            + &size_curve::section(&points, &curve)
             + &crate::listed::section("shift-mnist", "each seed's MAP", &listed),
     )
-    .claims(claims(&rows))
+    .claims([claims(&rows), size_curve::claims(&points)].concat())
+    .figure("size-curve.svg", size_curve::figure(&points).to_svg())
     .figure("shift-mnist.svg", figure(&rows, &settings).to_svg())
     .figure(
         "reliability.svg",
@@ -557,7 +593,7 @@ fn fit_listed(
         &listed.spec,
         &from_map(&map, data),
         seed,
-        data,
+        &data.inputs,
         settings,
     )
 }
@@ -633,16 +669,17 @@ fn from_map<'a>(map: &'a MapEstimate, data: &'a Lenet) -> Problem<'a> {
 }
 
 /// The specification of one of the experiment's own methods on the seed whose streams `root`
-/// roots, `n_fit` training images and `d` parameters; `None` for the MAP (every problem's θ)
-/// and the chain (`gibbs-mnist`'s).
+/// roots, subnetworks of `subnet` weights, `n_fit` training images and `d` parameters; `None`
+/// for the MAP (every problem's θ) and the chain (`gibbs-mnist`'s).
 fn spec(
     method: Method,
     settings: &Settings,
+    subnet: usize,
     n_fit: usize,
     d: usize,
     root: Seed,
 ) -> Option<MethodSpec> {
-    let (s, weights) = (settings.subnet_size, Candidates::WeightsOnly);
+    let (s, weights) = (subnet, Candidates::WeightsOnly);
     let wasserstein = || SubsetRule::Wasserstein {
         size: s,
         candidates: weights,
@@ -715,13 +752,16 @@ fn spec(
 
 /// The rows of one group of fits on one seed: each method's spec fitted by `bdl_methods::fit`
 /// from the seed's MAP, or, for MC dropout (its own network and MAP) and the ensemble (its
-/// members' own initialisations), from a fresh LeNet-5.
+/// members' own initialisations), from a fresh LeNet-5; subnetworks of `subnet` weights, every
+/// row scored on `inputs`.
 fn fit_group(
     data: &Lenet,
     settings: &Settings,
     maps: &Maps<'_>,
     seed: usize,
     group: &[Method],
+    subnet: usize,
+    inputs: &Inputs,
 ) -> Result<Vec<Row>> {
     let root = seed_root(seed);
     let map = || maps.get(seed, || train_lenet(data, settings, root));
@@ -731,38 +771,31 @@ fn fit_group(
         let fresh = |p, root| -> Result<Row> {
             let (net, theta0) = lenet5(p, root)?;
             let d = net.layout().len();
-            let spec = spec(method, settings, n_fit, d, root).context("a fitted method")?;
+            let spec = spec(method, settings, subnet, n_fit, d, root).context("a fitted method")?;
             let (x, y) = (data.fit.x(), data.fit.y());
             let problem = Problem::new(&net, &theta0, LIKELIHOOD, x, y);
-            fit_row(method.into(), &spec, &problem, seed, data, settings)
+            fit_row(method.into(), &spec, &problem, seed, inputs, settings)
         };
         rows.push(match method {
             Method::Map => {
                 let start = Instant::now();
                 let map = map()?;
                 let fit_s = start.elapsed().as_secs_f64();
-                score(
-                    method,
-                    &map,
-                    Some(seed),
-                    None,
-                    fit_s,
-                    &data.inputs,
-                    settings,
-                )?
+                score(method, &map, Some(seed), None, fit_s, inputs, settings)?
             }
             Method::McDropout => fresh(settings.dropout, root.fork("dropout"))?,
             Method::Ensemble => fresh(0.0, root)?,
             _ => {
                 let map = map()?;
                 let d = map.network().layout().len();
-                let spec = spec(method, settings, n_fit, d, root).context("a fitted method")?;
+                let spec =
+                    spec(method, settings, subnet, n_fit, d, root).context("a fitted method")?;
                 fit_row(
                     method.into(),
                     &spec,
                     &from_map(&map, data),
                     seed,
-                    data,
+                    inputs,
                     settings,
                 )?
             }
@@ -771,24 +804,22 @@ fn fit_group(
     Ok(rows)
 }
 
-/// The two subnetworks of one seed at the scaled prior λ_S = λ·S/D ([`SCALED_PRIOR`]), each
-/// its full-covariance Laplace at that λ alone (the subsets and the seeds of the main rows).
+/// The two subnetworks of `subnet` weights of one seed at the scaled prior λ_S = λ·S/D
+/// ([`SCALED_PRIOR`]), each its full-covariance Laplace at that λ alone (the seeds of the main
+/// rows), scored on `inputs`.
 fn scaled_prior(
     data: &Lenet,
     settings: &Settings,
     maps: &Maps<'_>,
     seed: usize,
+    subnet: usize,
+    inputs: &Inputs,
 ) -> Result<Vec<Row>> {
-    fit_group(
-        data,
-        settings,
-        maps,
-        seed,
-        &[
-            Method::SubnetWassersteinScaledPrior,
-            Method::SubnetRandomScaledPrior,
-        ],
-    )
+    let pair = [
+        Method::SubnetWassersteinScaledPrior,
+        Method::SubnetRandomScaledPrior,
+    ];
+    fit_group(data, settings, maps, seed, &pair, subnet, inputs)
 }
 
 /// The root of every stream of seed `seed`'s fits.
@@ -796,7 +827,8 @@ fn seed_root(seed: usize) -> Seed {
     Seed(2021).fork("shift-mnist").index(seed as u64)
 }
 
-/// The row of `spec` fitted to `problem`, scored at every angle and on the OOD images. One of
+/// The row of `spec` fitted to `problem`, scored at every angle of `inputs` and on its OOD
+/// images. One of
 /// the experiment's own Laplace posteriors with λ chosen on the validation images is fitted a
 /// second time with λ by
 /// the Laplace marginal likelihood of the training data on the same parameters (an
@@ -806,7 +838,7 @@ fn fit_row(
     spec: &MethodSpec,
     problem: &Problem<'_>,
     seed: usize,
-    data: &Lenet,
+    inputs: &Inputs,
     settings: &Settings,
 ) -> Result<Row> {
     let fitted = bdl_methods::fit(spec, problem)
@@ -820,7 +852,7 @@ fn fit_row(
         Some(seed),
         chosen,
         fitted.seconds,
-        &data.inputs,
+        inputs,
         settings,
     )?;
     if let MethodSpec::Laplace(laplace) = spec
@@ -842,13 +874,7 @@ fn fit_row(
                 .diagnostics
                 .prior_precision
                 .context("a grid's λ")?,
-            scores: evaluate(
-                alternative.posterior.as_ref(),
-                Some(seed),
-                &data.inputs,
-                settings,
-            )?
-            .scores,
+            scores: evaluate(alternative.posterior.as_ref(), Some(seed), inputs, settings)?.scores,
         });
     }
     Ok(row)
@@ -873,7 +899,7 @@ fn options(seed: Option<usize>, settings: &Settings) -> PredictOptions {
     }
 }
 
-/// The scores of `post` at every angle, its reliability diagrams and its entropies at 0°.
+/// The scores of `post` at every angle of `inputs`, its reliability diagrams and its entropies at 0°.
 fn evaluate(
     post: &dyn Posterior,
     seed: Option<usize>,
@@ -883,7 +909,7 @@ fn evaluate(
     let options = options(seed, settings);
     let labels = &inputs.labels;
     let (mut scores, mut reliability, mut inside) = (Vec::new(), Vec::new(), None);
-    for (&angle, x) in settings.angles.iter().zip(&inputs.rotated) {
+    for (&angle, x) in inputs.angles.iter().zip(&inputs.rotated) {
         let pred = post
             .predictive(x, &options)
             .with_context(|| format!("{} at {angle}°", post.method()))?;
@@ -937,6 +963,7 @@ fn score(
         fit_s,
         eval_s: start.elapsed().as_secs_f64(),
         evidence: None,
+        subnet_size: None,
     })
 }
 
@@ -947,7 +974,8 @@ mod tests {
     use super::*;
     use crate::claim::Decision;
 
-    fn row(method: Method, seed: usize, ll: &[f64]) -> Row {
+    /// A row of `method` on `seed` with test log-likelihoods `ll` at 0°, 15°, ….
+    pub(super) fn row(method: Method, seed: usize, ll: &[f64]) -> Row {
         Row {
             method: Key::Own(method),
             model: method.model().into(),
@@ -969,6 +997,7 @@ mod tests {
             fit_s: 0.0,
             eval_s: 0.0,
             evidence: None,
+            subnet_size: None,
         }
     }
 
@@ -1054,6 +1083,7 @@ mod tests {
                 (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }.key(listed))
             }))
             .chain((0..3).map(|seed| Unit::ScaledPrior { seed }.key(&listed)))
+            .chain((0..3).map(|seed| Unit::SizeCurve { seed, size: 250 }.key(&listed)))
             .chain((0..3).map(|seed| Unit::Listed { seed, index: 0 }.key(&listed)))
             .collect();
         assert_eq!(keys[1], "seed-0-map");

@@ -117,3 +117,45 @@ impl Settings {
         }
     }
 }
+
+/// The subnetwork size curve (the paper's Fig. 5, performance against subnetwork size): both
+/// subnetworks at the scaled prior ([`SCALED_PRIOR`]) at each of `sizes`, beside the scaled-prior
+/// rows at `subnet_size`, scored at `angles` (a subset of the run's, so that the scaled-prior
+/// rows' scores there are the curve's point at `subnet_size`). Kept out of [`Settings`] so that
+/// the units saved before the curve stay valid.
+#[derive(Debug, Serialize)]
+pub(super) struct SizeCurve {
+    /// Subnetwork sizes besides the run's `subnet_size`, ascending.
+    pub(super) sizes: Vec<usize>,
+    pub(super) angles: Vec<f64>,
+}
+
+impl SizeCurve {
+    pub(super) fn of(profile: Profile) -> Self {
+        // Every 30°: seven of the thirteen angles, to halve the evaluation of the larger sizes.
+        let every_30 = (0..=6).map(|k| 30.0 * k as f64).collect();
+        match profile {
+            Profile::Smoke => Self {
+                sizes: vec![10],
+                angles: vec![0.0, 60.0, 180.0],
+            },
+            Profile::Quick => Self {
+                sizes: vec![125, 250],
+                angles: every_30,
+            },
+            Profile::Paper => Self {
+                sizes: vec![250, 500, 1000],
+                angles: every_30,
+            },
+        }
+    }
+}
+
+/// The settings of the size curve's units: the scaled-prior units' and the curve's angles (a
+/// unit's size is in its key, so a size added to the curve computes its units alone).
+#[derive(Serialize)]
+pub(super) struct SizeCurveSettings<'a> {
+    #[serde(flatten)]
+    pub(super) scaled: ScaledPriorSettings<'a>,
+    pub(super) curve_angles: &'a [f64],
+}
