@@ -485,7 +485,7 @@ impl SubnetLaplace {
 }
 
 /// Every index below the model's D and none repeated.
-fn check_subset(subset: &[usize], d: usize) -> Result<()> {
+pub(crate) fn check_subset(subset: &[usize], d: usize) -> Result<()> {
     bdl_models::check_param_indices(subset, d)?;
     let mut sorted = subset.to_vec();
     sorted.sort_unstable();

@@ -257,6 +257,71 @@ fn diagonal_laplace_predictive_is_j_diag_jt() {
     }
 }
 
+/// The diagonal Laplace over a subnetwork S is the subnetwork Laplace whose H_S keeps only the
+/// GGN's diagonal: the same λ_S (subset scaling included), output covariances and variances,
+/// and log marginal likelihood, to rounding; the parameters outside S have variance 0; its
+/// checkpoint gives it back; a repeated index is refused.
+#[test]
+fn diagonal_laplace_on_a_subset_is_the_subnetwork_laplace_of_the_ggn_diagonal() {
+    let (model, theta, x) = setup(Seed(9), 2, 15);
+    let lik = likelihood(2);
+    let config = valid(&LaplaceConfig {
+        prior: PriorPrecision::Scalar(0.7),
+        subset_scaling: SubsetScaling::AllParameters,
+        batch_size: 4,
+    });
+    let map = estimate(&model, &theta, lik);
+    let d = model.layout().len();
+    let subset = vec![1, 4, 7, 20, 30];
+    let h = bdl_laplace::ggn_diagonal(&model, &theta, &lik, &x, 4).unwrap();
+    let diag = bdl_laplace::DiagLaplace::from_ggn_diagonal_on(
+        map.clone(),
+        h.clone(),
+        subset.clone(),
+        &config,
+    )
+    .unwrap();
+    let s = subset.len();
+    let h_s = faer::Mat::from_fn(s, s, |a, b| if a == b { h[subset[a]] } else { 0.0 });
+    let dense = SubnetLaplace::from_ggn(map, subset.clone(), h_s, &config).unwrap();
+    assert_eq!(diag.prior_precision(), dense.prior_precision());
+    assert_eq!(diag.prior_precision()[0], 0.7 * s as f64 / d as f64);
+    for i in (0..d).filter(|i| !subset.contains(i)) {
+        assert_eq!(diag.variances()[i], 0.0, "{i}");
+    }
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-10 * (1.0 + b.abs());
+    let x_test = x.narrow(0, 0, 6).unwrap();
+    let cov = values(&diag.f_covariance(&x_test, 4).unwrap());
+    let want = values(&dense.f_covariance(&x_test, 4).unwrap());
+    for (a, b) in cov.iter().zip(&want) {
+        assert!(close(*a, *b), "covariance {a} vs {b}");
+    }
+    let var = values(&diag.f_variance(&x_test, 4).unwrap());
+    for (n, v) in var.iter().enumerate() {
+        let (p, k) = (n / 2, n % 2);
+        assert!(close(*v, want[p * 4 + k * 3]), "variance {v}");
+    }
+    let (lml, want) = (
+        diag.log_marginal_likelihood(-3.0).unwrap(),
+        dense.log_marginal_likelihood(-3.0),
+    );
+    assert!(close(lml, want), "{lml} vs {want}");
+    // The checkpoint keeps the subset.
+    let dir = std::env::temp_dir().join(format!("bdl-laplace-diag-subset-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("diag.safetensors");
+    diag.save(&path).unwrap();
+    let back = bdl_laplace::DiagLaplace::load(&path).unwrap();
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert_eq!(back.subset(), Some(subset.as_slice()));
+    assert_eq!(back.variances(), diag.variances());
+    assert_eq!(back.method(), "diagonal subnetwork Laplace");
+    let map = back.estimate().clone();
+    let err =
+        bdl_laplace::DiagLaplace::from_ggn_diagonal_on(map, h, vec![3, 3], &config).unwrap_err();
+    assert!(err.to_string().contains("index 3 twice"), "{err}");
+}
+
 /// The subnetwork Laplace of the sampling and checkpoint tests: five weights of a random
 /// regression MLP, with the model, θ̂, the inputs and the batch size.
 fn five_weight_laplace() -> (SubnetLaplace, Mlp, Tensor, Tensor, usize) {

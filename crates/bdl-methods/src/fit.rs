@@ -14,7 +14,6 @@ use bdl_likelihoods::Likelihood;
 use bdl_mcmc::{Blocking, ChainWindow, Sampler};
 use bdl_models::{Model as _, Network};
 use candle_core::{DType, Tensor};
-use faer::Mat;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
@@ -307,11 +306,9 @@ fn scalar(prior: &PriorPrecision) -> Option<f64> {
     }
 }
 
-/// The diagonal Laplace at the MAP: one GGN diagonal h, then λ as given or the grid's best.
-/// Over every parameter a [`DiagLaplace`], σ_d² = 1/(h_dd + λ_d); over a subnetwork S the
-/// Laplace whose H_S keeps only h on its diagonal (the same σ_d² on S, the rest fixed at θ),
-/// stored and factored as a dense s × s matrix: O(s²) memory, meant for subnetworks of a few
-/// thousand weights (a subset in `DiagLaplace` itself would make it O(s)).
+/// The diagonal Laplace at the MAP: one GGN diagonal h, then λ as given or the grid's best:
+/// a [`DiagLaplace`], σ_d² = 1/(h_dd + λ_d) over every parameter or over the subnetwork S (the
+/// rest fixed at θ̂), O(D) either way.
 fn diagonal_laplace(
     spec: &LaplaceSpec,
     problem: &Problem<'_>,
@@ -330,39 +327,22 @@ fn diagonal_laplace(
     .lift(method)?;
     let subset = spec.subnetwork.choose(problem, method)?;
     diagnostics.subnetwork.clone_from(&subset);
-    let config_at = |prior: PriorPrecision, subset_scaling: SubsetScaling| {
-        LaplaceConfig {
+    let at = |prior, subset_scaling| {
+        let config = LaplaceConfig {
             prior,
             subset_scaling,
             ..spec.config.clone()
         }
         .check()
+        .lift(method)?;
+        let (map, h) = (map.clone(), h.clone());
+        match &subset {
+            None => DiagLaplace::from_ggn_diagonal(map, h, &config),
+            Some(s) => DiagLaplace::from_ggn_diagonal_on(map, h, s.clone(), &config),
+        }
         .lift(method)
     };
-    let Some(subset) = subset else {
-        let at = |prior, scaling| {
-            DiagLaplace::from_ggn_diagonal(map.clone(), h.clone(), &config_at(prior, scaling)?)
-                .lift(method)
-        };
-        let evidence = |p: &DiagLaplace| p.log_marginal_likelihood(0.0).lift(method);
-        return Ok(Box::new(prior_or_grid(
-            spec,
-            problem,
-            method,
-            diagnostics,
-            at,
-            evidence,
-        )?));
-    };
-    let h_s = Mat::from_fn(subset.len(), subset.len(), |a, b| match a == b {
-        true => h[subset[a]],
-        false => 0.0,
-    });
-    let at = |prior, scaling| {
-        let config = config_at(prior, scaling)?;
-        SubnetLaplace::from_ggn(map.clone(), subset.clone(), h_s.clone(), &config).lift(method)
-    };
-    let evidence = |p: &SubnetLaplace| Ok(p.log_marginal_likelihood(0.0));
+    let evidence = |p: &DiagLaplace| p.log_marginal_likelihood(0.0).lift(method);
     Ok(Box::new(prior_or_grid(
         spec,
         problem,
