@@ -1,0 +1,170 @@
+//! The same predictive on a CUDA device as on the CPU, each class probability to 1e-4:
+//! LeNet-5 (MAP, diagonal and last-layer Laplace) and ResNet-18 (MAP, last-layer Laplace), each
+//! at a seeded θ on seeded inputs, with θ and the data moved to the device before the fit.
+//!
+//! The GPU tests need a CUDA device and a build with the `cuda` feature, so they are ignored by
+//! default (CI has no GPU); on a machine with one:
+//!
+//! ```text
+//! cargo test -p bdl-methods --features cuda --test device -- --ignored
+//! ```
+//!
+//! Without the feature candle's `Device::new_cuda` errors ("not compiled with cuda support"),
+//! and the ignored tests fail with that message. The CPU test beside them runs everywhere: it
+//! checks that the path the GPU tests take (every tensor of the problem on the device the
+//! caller names) gives the CPU's own predictive, bit for bit.
+
+use bdl_inference::{MapEstimate, Posterior, PredictOptions};
+use bdl_likelihoods::Likelihood;
+use bdl_methods::{MethodSpec, Problem, fit};
+use bdl_models::{Cnn, CnnSpec, Network, ResNet};
+use bdl_tensor::Seed;
+use candle_core::{DType, Device, Tensor};
+
+const CLASSES: usize = 10;
+const LIK: Likelihood = Likelihood::Categorical { classes: CLASSES };
+
+/// The Laplace posteriors compared beside the MAP (linearized, probit predictive).
+fn specs(with_diagonal: bool) -> Vec<MethodSpec> {
+    let mut specs = vec![
+        r#"{"method": "laplace", "config": {"hessian": "full",
+            "subnetwork": {"rule": "last-layer", "candidates": "all"},
+            "config": {"prior": {"scalar": 10.0}, "batch_size": 4}}}"#,
+    ];
+    if with_diagonal {
+        specs.push(
+            r#"{"method": "laplace", "config": {"hessian": "diagonal",
+                "config": {"prior": {"scalar": 10.0}, "batch_size": 4}}}"#,
+        );
+    }
+    specs
+        .into_iter()
+        .map(|s| serde_json::from_str(s).expect("a method spec"))
+        .collect()
+}
+
+/// `n` seeded N(0, 1) images of `shape` and their seeded labels, on the CPU.
+fn images(n: usize, shape: [usize; 3], seed: Seed) -> (Tensor, Tensor) {
+    let pixels: usize = shape.iter().product();
+    let x = bdl_tensor::normal(
+        &mut seed.fork("x").rng(),
+        (n, pixels),
+        0.0,
+        1.0,
+        DType::F32,
+        &Device::Cpu,
+    )
+    .unwrap();
+    let labels: Vec<u32> = (0..n as u32)
+        .map(|i| (7 * i + 3) % CLASSES as u32)
+        .collect();
+    let y = Tensor::from_vec(labels, n, &Device::Cpu).unwrap();
+    (x, y)
+}
+
+/// The class probabilities of the MAP at θ and of every spec's posterior, fitted and evaluated
+/// with θ and the data on `device`, back on the host.
+fn probabilities(
+    device: &Device,
+    net: &Network,
+    theta: &Tensor,
+    (x, y): (&Tensor, &Tensor),
+    specs: &[MethodSpec],
+) -> Vec<Vec<f32>> {
+    let theta = theta.to_device(device).unwrap();
+    let (x, y) = (x.to_device(device).unwrap(), y.to_device(device).unwrap());
+    let problem = Problem::new(net, &theta, LIK, &x, &y);
+    let map = MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let posteriors = std::iter::once(Box::new(map) as Box<dyn Posterior>).chain(
+        specs
+            .iter()
+            .map(|spec| fit(spec, &problem).unwrap().posterior),
+    );
+    posteriors
+        .map(|post| host_probs(post.as_ref(), &x))
+        .collect()
+}
+
+/// The posterior's class probabilities at `x`, flattened, on the host.
+fn host_probs(post: &dyn Posterior, x: &Tensor) -> Vec<f32> {
+    let options = PredictOptions {
+        batch_size: 4,
+        ..PredictOptions::default()
+    };
+    let probs = post.predictive(x, &options).unwrap().probs().unwrap();
+    (probs.to_dtype(DType::F32).unwrap().flatten_all().unwrap())
+        .to_vec1::<f32>()
+        .unwrap()
+}
+
+fn lenet() -> (Network, Tensor, (Tensor, Tensor)) {
+    let net = Network::from(Cnn::new(CnnSpec::lenet5(CLASSES)).unwrap());
+    let theta = net.init(Seed(1), DType::F32, &Device::Cpu).unwrap();
+    (net, theta, images(12, [1, 28, 28], Seed(2)))
+}
+
+fn resnet() -> (Network, Tensor, (Tensor, Tensor)) {
+    let net = Network::from(ResNet::resnet18(CLASSES).unwrap());
+    let theta = net.init(Seed(3), DType::F32, &Device::Cpu).unwrap();
+    (net, theta, images(6, [3, 32, 32], Seed(4)))
+}
+
+/// Every probability of `gpu` within 1e-4 of `cpu`'s, posterior by posterior (the MAP first).
+fn assert_close(cpu: &[Vec<f32>], gpu: &[Vec<f32>]) {
+    assert_eq!(cpu.len(), gpu.len());
+    for (i, (c, g)) in cpu.iter().zip(gpu).enumerate() {
+        assert_eq!(c.len(), g.len());
+        let worst = c
+            .iter()
+            .zip(g)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0.0, f32::max);
+        assert!(worst <= 1e-4, "posterior {i}: |GPU − CPU| up to {worst}");
+    }
+}
+
+#[test]
+fn the_device_path_on_the_cpu_is_the_cpu_predictive() {
+    let (net, theta, (x, y)) = lenet();
+    let specs = specs(true);
+    let host = probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs);
+    // The same posteriors built from tensors that were never moved.
+    let problem = Problem::new(&net, &theta, LIK, &x, &y);
+    let map = MapEstimate::new(net.clone(), theta.clone(), LIK).unwrap();
+    let direct: Vec<Vec<f32>> = std::iter::once(host_probs(&map, &x))
+        .chain(
+            specs
+                .iter()
+                .map(|s| host_probs(fit(s, &problem).unwrap().posterior.as_ref(), &x)),
+        )
+        .collect();
+    assert_eq!(host, direct);
+    // Not constants: the probabilities differ between images, and the Laplace posteriors'
+    // from the MAP's.
+    for probs in &host {
+        assert!(probs.iter().any(|&p| (p - probs[0]).abs() > 1e-6));
+    }
+    assert!(host[1..].iter().all(|p| p != &host[0]));
+}
+
+#[test]
+#[ignore = "needs a CUDA device and `--features cuda`"]
+fn lenet_predictives_on_the_gpu_are_the_cpus() {
+    let gpu = Device::new_cuda(0).expect("a CUDA device");
+    let (net, theta, (x, y)) = lenet();
+    let specs = specs(true);
+    let cpu = probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs);
+    let on_gpu = probabilities(&gpu, &net, &theta, (&x, &y), &specs);
+    assert_close(&cpu, &on_gpu);
+}
+
+#[test]
+#[ignore = "needs a CUDA device and `--features cuda`"]
+fn resnet_predictives_on_the_gpu_are_the_cpus() {
+    let gpu = Device::new_cuda(0).expect("a CUDA device");
+    let (net, theta, (x, y)) = resnet();
+    let specs = specs(false);
+    let cpu = probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs);
+    let on_gpu = probabilities(&gpu, &net, &theta, (&x, &y), &specs);
+    assert_close(&cpu, &on_gpu);
+}
