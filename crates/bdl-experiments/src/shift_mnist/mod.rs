@@ -16,7 +16,8 @@
 //!   one eigendecomposition of their GGN); and both subnetworks again at one prior fixed before
 //!   their run and shared by the two, the paper's λ_S = λ·S/D with λ the MAPs' weight decay
 //!   ([`SCALED_PRIOR`]: the paper's claims compare the two subsets, which λ chosen on each
-//!   one's own scores confounds), units with their own settings;
+//!   one's own scores confounds), units with their own settings; and the two at that prior at
+//!   the size curve's other sizes ([`SizeCurve`], the paper's Fig. 5), scored at every 30°;
 //! - VOGN, Vadam and IVON started at the MAP mean with σ ≈ 1/√N (initial precision N + λ; IVON
 //!   its own h₀ = 1), `vi_epochs` epochs;
 //! - SWAG from the MAP (low rank plus diagonal), and a deep ensemble of 5 independent MAPs;
