@@ -530,26 +530,38 @@ fn run(ctx: &Context) -> Result<Outcome> {
     if let Some(shard) = units.shard_outcome(mine.iter().map(|u| u.key(&listed)).collect(), total) {
         return Ok(shard);
     }
-    let all_rows: Vec<Row> = per_unit.into_iter().flatten().collect();
+    let rows: Vec<Row> = per_unit.into_iter().flatten().collect();
+    outcome(rows, &settings, &listed, &curve, &lenet)
+}
+
+/// The run's outcome from every unit's rows: the main rows' tables, claims and figures, and the
+/// size curve's from its rows (those with a `subnet_size`) and the main scaled-prior rows.
+fn outcome(
+    all_rows: Vec<Row>,
+    settings: &Settings,
+    listed: &[Listed],
+    curve: &SizeCurve,
+    lenet: &Lenet,
+) -> Result<Outcome> {
     let (curve_rows, rows): (Vec<Row>, Vec<Row>) =
         (all_rows.iter().cloned()).partition(|r| r.subnet_size.is_some());
-    let points = size_curve::points(&rows, curve_rows, &settings, &curve);
+    let points = size_curve::points(&rows, curve_rows, settings, curve);
     Ok(Outcome::new(
         "shift-mnist: rotated MNIST and Fashion-MNIST as OOD, every method side by side",
-        &size_curve::with_curve(&crate::listed::with_listed(&settings, &listed), &curve),
+        &size_curve::with_curve(&crate::listed::with_listed(settings, listed), curve),
         &all_rows,
     )?
     .body(
-        body(&rows, &settings, &lenet)
-            + &size_curve::section(&points, &curve)
-            + &crate::listed::section("shift-mnist", "each seed's MAP", &listed),
+        body(&rows, settings, lenet)
+            + &size_curve::section(&points, curve)
+            + &crate::listed::section("shift-mnist", "each seed's MAP", listed),
     )
     .claims([claims(&rows), size_curve::claims(&points)].concat())
     .figure("size-curve.svg", size_curve::figure(&points).to_svg())
-    .figure("shift-mnist.svg", figure(&rows, &settings).to_svg())
+    .figure("shift-mnist.svg", figure(&rows, settings).to_svg())
     .figure(
         "reliability.svg",
-        reliability_figure(&rows, &settings).to_svg(),
+        reliability_figure(&rows, settings).to_svg(),
     ))
 }
 
