@@ -241,13 +241,7 @@ pub(super) fn figure(rows: &[Row], settings: &Settings) -> Figure {
         panel.labels("rotation (degrees)", title);
         for m in &present(rows) {
             let stats: Vec<MeanSe> = (0..xs.len()).map(|a| at(rows, m, a, metric)).collect();
-            let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
-            if stats.iter().all(|s| s.se.is_finite()) {
-                let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
-                let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
-                panel.band(xs, &lo, &hi, m.color(rows));
-            }
-            panel.line(xs, &mean, m.color(rows));
+            mean_with_band(&mut panel, xs, &stats, m.color(rows));
             if i == 0 {
                 panel.legend(m.name(), m.color(rows)); // one legend for the four panels
             }
@@ -255,6 +249,17 @@ pub(super) fn figure(rows: &[Row], settings: &Settings) -> Figure {
         figure = figure.panel(panel);
     }
     figure
+}
+
+/// The line of the means at `xs`, over a band of ± one standard error where every point has one.
+pub(super) fn mean_with_band(panel: &mut Panel, xs: &[f64], stats: &[MeanSe], color: &str) {
+    if stats.iter().all(|s| s.se.is_finite()) {
+        let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
+        let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
+        panel.band(xs, &lo, &hi, color);
+    }
+    let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
+    panel.line(xs, &mean, color);
 }
 
 /// Reliability diagrams of every method's first run at each angle of `reliability_at`.

@@ -17,7 +17,7 @@ use bdl_eval::table::Table;
 use serde::Serialize;
 
 use super::claims::ll_by_seed;
-use super::report::{Metric, averaged, error, log_lik, of, short};
+use super::report::{Metric, averaged, error, log_lik, mean_with_band, of, short};
 use super::settings::{Settings, SizeCurve};
 use super::{Images, Inputs, Method, Row};
 use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};
@@ -208,13 +208,7 @@ pub(super) fn figure(points: &[Row]) -> Figure {
             let stats: Vec<MeanSe> = (sizes.iter())
                 .map(|&k| averaged(&at(points, k), m, metric))
                 .collect();
-            let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
-            if stats.iter().all(|s| s.se.is_finite()) {
-                let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
-                let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
-                panel.band(&xs, &lo, &hi, m.color());
-            }
-            panel.line(&xs, &mean, m.color());
+            mean_with_band(&mut panel, &xs, &stats, m.color());
             if i == 0 {
                 panel.legend(m.name(), m.color());
             }
