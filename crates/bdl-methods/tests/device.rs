@@ -109,14 +109,19 @@ fn resnet() -> (Network, Tensor, (Tensor, Tensor)) {
     (net, theta, images(6, [3, 32, 32], Seed(4)))
 }
 
-/// Every probability of `gpu` within 1e-4 of `cpu`'s, posterior by posterior (the MAP first).
-fn assert_close(cpu: &[Vec<f32>], gpu: &[Vec<f32>]) {
-    assert_eq!(cpu.len(), gpu.len());
-    for (i, (c, g)) in cpu.iter().zip(gpu).enumerate() {
+/// Every probability on `cuda:0` within 1e-4 of the CPU's, posterior by posterior (the MAP
+/// first), for `net` at `theta` on `data` with the Laplace posteriors of `specs`.
+fn assert_gpu_matches_cpu(
+    (net, theta, (x, y)): (Network, Tensor, (Tensor, Tensor)),
+    specs: &[MethodSpec],
+) {
+    let gpu = Device::new_cuda(0).expect("a CUDA device");
+    let cpu = probabilities(&Device::Cpu, &net, &theta, (&x, &y), specs);
+    let on_gpu = probabilities(&gpu, &net, &theta, (&x, &y), specs);
+    assert_eq!(cpu.len(), on_gpu.len());
+    for (i, (c, g)) in cpu.iter().zip(&on_gpu).enumerate() {
         assert_eq!(c.len(), g.len());
-        let worst = c
-            .iter()
-            .zip(g)
+        let worst = (c.iter().zip(g))
             .map(|(a, b)| (a - b).abs())
             .fold(0.0, f32::max);
         assert!(worst <= 1e-4, "posterior {i}: |GPU − CPU| up to {worst}");
@@ -150,21 +155,11 @@ fn the_device_path_on_the_cpu_is_the_cpu_predictive() {
 #[test]
 #[ignore = "needs a CUDA device and `--features cuda`"]
 fn lenet_predictives_on_the_gpu_are_the_cpus() {
-    let gpu = Device::new_cuda(0).expect("a CUDA device");
-    let (net, theta, (x, y)) = lenet();
-    let specs = specs(true);
-    let cpu = probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs);
-    let on_gpu = probabilities(&gpu, &net, &theta, (&x, &y), &specs);
-    assert_close(&cpu, &on_gpu);
+    assert_gpu_matches_cpu(lenet(), &specs(true));
 }
 
 #[test]
 #[ignore = "needs a CUDA device and `--features cuda`"]
 fn resnet_predictives_on_the_gpu_are_the_cpus() {
-    let gpu = Device::new_cuda(0).expect("a CUDA device");
-    let (net, theta, (x, y)) = resnet();
-    let specs = specs(false);
-    let cpu = probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs);
-    let on_gpu = probabilities(&gpu, &net, &theta, (&x, &y), &specs);
-    assert_close(&cpu, &on_gpu);
+    assert_gpu_matches_cpu(resnet(), &specs(false));
 }
