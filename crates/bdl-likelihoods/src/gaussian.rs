@@ -24,7 +24,7 @@ pub(crate) fn log_lik(sigma: f64, f: &Tensor, y: &Tensor) -> Result<Tensor> {
 /// `residuals(f, y)?.affine(σ⁻², 0)`, in the same operations and roundings.
 pub(crate) fn grad_f(sigma: f64, f: &Tensor, y: &Tensor) -> Result<Tensor> {
     let scale = 1.0 / (sigma * sigma);
-    if f.device().is_cpu() {
+    if bdl_tensor::host_kernels(f.device()) {
         let (n, k) = f.dims2()?;
         let y = check::real_targets(y, n, k, f.dtype(), "y")?;
         match f.dtype() {

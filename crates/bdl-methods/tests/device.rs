@@ -10,14 +10,21 @@
 //! ```
 //!
 //! Without the feature candle's `Device::new_cuda` errors ("not compiled with cuda support"),
-//! and the ignored tests fail with that message. The CPU test beside them runs everywhere: it
-//! checks that the path the GPU tests take (every tensor of the problem on the device the
-//! caller names) gives the CPU's own predictive, bit for bit.
+//! and the ignored tests fail with that message. Two CPU tests beside them run everywhere:
+//!
+//! - the path the GPU tests take (every tensor of the problem on the device the caller names)
+//!   gives the CPU's own predictive, bit for bit;
+//! - the route of a GPU through the workspace's ops (candle's operations in place of every host
+//!   kernel: the im2col gather and col2im, the average pooling, the MLP passes, the Gaussian
+//!   gradient, the row selection, the finiteness check), taken on the CPU under
+//!   [`bdl_tensor::with_candle_ops`], gives the host kernels' predictive to 1e-5 for LeNet-5, a
+//!   small ResNet and an MLP. What it cannot show is that candle's CUDA backend has every
+//!   operation for these dtypes; only the ignored tests on a GPU show that.
 
 use bdl_inference::{MapEstimate, Posterior, PredictOptions};
 use bdl_likelihoods::Likelihood;
 use bdl_methods::{MethodSpec, Problem, fit};
-use bdl_models::{Cnn, CnnSpec, Network, ResNet};
+use bdl_models::{Activation, Cnn, CnnSpec, Mlp, MlpSpec, Network, ResNet, ResNetSpec, Stem};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 
@@ -150,6 +157,54 @@ fn the_device_path_on_the_cpu_is_the_cpu_predictive() {
         assert!(probs.iter().any(|&p| (p - probs[0]).abs() > 1e-6));
     }
     assert!(host[1..].iter().all(|p| p != &host[0]));
+}
+
+/// A ResNet of two small stages on 3 × 16 × 16 images (ResNet-18's blocks, shortcuts and
+/// pooling, at a size the candle route computes in seconds).
+fn small_resnet() -> (Network, Tensor, (Tensor, Tensor)) {
+    let spec = ResNetSpec {
+        input: [3, 16, 16],
+        widths: vec![8, 16],
+        blocks: vec![1, 1],
+        classes: CLASSES,
+        stem: Stem::Cifar,
+        statistics: None,
+    };
+    let net = Network::from(ResNet::new(spec).unwrap());
+    let theta = net.init(Seed(5), DType::F32, &Device::Cpu).unwrap();
+    (net, theta, images(6, [3, 16, 16], Seed(6)))
+}
+
+fn mlp() -> (Network, Tensor, (Tensor, Tensor)) {
+    let spec = MlpSpec::new(&[48, 16, 16, CLASSES], Activation::Tanh);
+    let net = Network::from(Mlp::new(spec).unwrap());
+    let theta = net.init(Seed(7), DType::F32, &Device::Cpu).unwrap();
+    (net, theta, images(12, [3, 4, 4], Seed(8)))
+}
+
+#[test]
+fn candle_ops_give_the_host_kernels_predictive() {
+    for (name, (net, theta, (x, y))) in [
+        ("LeNet-5", lenet()),
+        ("ResNet", small_resnet()),
+        ("MLP", mlp()),
+    ] {
+        let specs = specs(true);
+        let host = probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs);
+        let route = bdl_tensor::with_candle_ops(|| {
+            probabilities(&Device::Cpu, &net, &theta, (&x, &y), &specs)
+        });
+        assert_eq!(host.len(), route.len());
+        for (i, (h, r)) in host.iter().zip(&route).enumerate() {
+            let worst = (h.iter().zip(r))
+                .map(|(a, b)| (a - b).abs())
+                .fold(0.0, f32::max);
+            assert!(
+                worst <= 1e-5,
+                "{name}, posterior {i}: |candle − host| up to {worst}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -375,7 +375,7 @@ impl Compute {
         if params.track_op() || other.track_op() {
             return Self::Tensors;
         }
-        match (params.device().is_cpu(), params.dtype()) {
+        match (bdl_tensor::host_kernels(params.device()), params.dtype()) {
             (true, DType::F32) => Self::F32,
             (true, DType::F64) => Self::F64,
             _ => Self::Tensors,

@@ -15,7 +15,7 @@ use crate::{Error, Real, Result, vectorized};
 /// ```
 pub fn check_finite(t: &Tensor, context: &str) -> Result<()> {
     // f32 and f64 on the CPU: one vectorised pass over the elements where they lie.
-    let first_non_finite = match (t.device().is_cpu(), t.dtype()) {
+    let first_non_finite = match (crate::host_kernels(t.device()), t.dtype()) {
         (true, DType::F32) => Some(first_non_finite::<f32>(&crate::elements(t)?)),
         (true, DType::F64) => Some(first_non_finite::<f64>(&crate::elements(t)?)),
         _ => None,

@@ -14,9 +14,12 @@
 //! so that ⟨G x, g⟩ = ⟨x, Gᵀ g⟩. With t the patch table of a convolution, G is im2col and Gᵀ
 //! col2im; empty entries are its zero padding, which receives no gradient.
 //!
-//! Both are candle custom ops on CPU f32 and f64 tensors, one pass over each example's block
-//! with the table contiguous in the inner loop (in parallel over examples when candle is allowed
-//! more than one thread). Each is the other's backward, so candle's autograd runs through them.
+//! On the CPU both are candle custom ops on f32 and f64 tensors, one pass over each example's
+//! block with the table contiguous in the inner loop (in parallel over examples when candle is
+//! allowed more than one thread). Each is the other's backward, so candle's autograd runs
+//! through them. On any other device (a GPU under the `cuda` feature) they are candle's
+//! `index_select` and `index_add` over the table, which give the same numbers and the same
+//! gradients, with no copy to the host.
 
 mod op;
 #[cfg(test)]
@@ -135,8 +138,8 @@ impl fmt::Debug for GatherIndex {
 /// entry (n·R + r, c) is x_{n, t(r,c)}, or 0 where t(r, c) is empty. Differentiable: the
 /// backward pass is [`scatter_add_columns`].
 ///
-/// Errors for a shape other than `[N, M]` and dtypes other than f32 and f64; devices other than
-/// the CPU give candle's error.
+/// Errors for a shape other than `[N, M]` and dtypes other than f32 and f64. Runs on x's device
+/// (see the module doc for the route off the CPU).
 ///
 /// ```
 /// use bdl_tensor::{GatherIndex, gather_columns};
@@ -160,8 +163,8 @@ pub fn gather_columns(x: &Tensor, index: &GatherIndex) -> Result<Tensor> {
 /// [`gather_columns`]: ⟨G x, g⟩ = ⟨x, Gᵀ g⟩. Differentiable: the backward pass is
 /// [`gather_columns`].
 ///
-/// Errors for a shape other than `[N·R, C]` and dtypes other than f32 and f64; devices other
-/// than the CPU give candle's error.
+/// Errors for a shape other than `[N·R, C]` and dtypes other than f32 and f64. Runs on g's
+/// device (see the module doc for the route off the CPU).
 ///
 /// ```
 /// use bdl_tensor::{GatherIndex, scatter_add_columns};

@@ -16,7 +16,10 @@
 //!   the widest vector instructions the processor has) and [`elements`] (a CPU tensor's elements as a slice, without a copy): what the workspace's
 //!   slice kernels (the MLP's passes, the Gibbs evaluator) are written with;
 //! - [`recycled`] and [`recycle`]: large buffers reused within a thread, call after call;
-//! - [`Threads`]: a scoped pool that bounds the threads of every parallel computation.
+//! - [`Threads`]: a scoped pool that bounds the threads of every parallel computation;
+//! - [`host_kernels`] and [`with_candle_ops`]: which of an op's two routes runs (its host
+//!   kernel on the CPU, candle's operations elsewhere), and the switch that checks the second on
+//!   the CPU.
 //!
 //! Sibling crates: `bdl-data` (datasets), `bdl-likelihoods` (likelihoods and predictives),
 //! `bdl-models` (MLP and CNN with per-example products), and the inference crates built on them.
@@ -33,6 +36,7 @@ mod layout;
 mod pool;
 mod real;
 mod rng;
+mod route;
 mod rows;
 mod threads;
 
@@ -49,5 +53,6 @@ pub use pool::{recycle, recycled};
 pub use rand_chacha::ChaCha8Rng;
 pub use real::{Real, vector_bytes, vectorized};
 pub use rng::{Seed, bernoulli, bernoulli_values, normal, uniform};
+pub use route::{host_kernels, with_candle_ops};
 pub use rows::select_rows;
 pub use threads::{Threads, current_threads};

@@ -30,7 +30,7 @@ pub fn select_rows(t: &Tensor, index: &[usize]) -> Result<Tensor> {
         )));
     }
     let t = &t.contiguous()?;
-    if t.device().is_cpu() {
+    if crate::host_kernels(t.device()) {
         match t.dtype() {
             DType::F32 => return copied::<f32>(t, index),
             DType::F64 => return copied::<f64>(t, index),

@@ -39,8 +39,36 @@ impl AvgPool2 {
         }
     }
 
+    /// The pooled rows of `u` (`[N, H·W·C]` → `[N, H'·W'·C]`): one pass of the custom op on the
+    /// CPU, [`Self::by_window_sums`] on any other device.
     pub(super) fn apply(&self, u: &Tensor) -> Result<Tensor> {
-        Ok(u.contiguous()?.apply_op1(Pooling(self.clone()))?)
+        if bdl_tensor::host_kernels(u.device()) {
+            Ok(u.contiguous()?.apply_op1(Pooling(self.clone()))?)
+        } else {
+            self.by_window_sums(u)
+        }
+    }
+
+    /// The pooling by candle's operations, which every backend has: the maps cut to
+    /// 2⌊H/2⌋ × 2⌊W/2⌋, read as `[N, H', 2, W', 2, C]`, summed over dx, then dy, times ¼
+    /// (the same bits as the CPU pass).
+    pub(super) fn by_window_sums(&self, u: &Tensor) -> Result<Tensor> {
+        let n = u.dims()[0];
+        let FeatureMaps {
+            height,
+            width,
+            channels,
+            ..
+        } = self.input;
+        let (h, w) = (height / 2, width / 2);
+        Ok(u.reshape((n, height, width, channels))?
+            .narrow(1, 0, 2 * h)?
+            .narrow(2, 0, 2 * w)?
+            .reshape((n, h, 2, w, 2, channels))?
+            .sum(4)?
+            .sum(2)?
+            .affine(0.25, 0.0)?
+            .reshape((n, h * w * channels))?)
     }
 
     /// The pooled maps of contiguous examples `src`, each v = ((u₀₀ + u₀₁) + (u₁₀ + u₁₁)) · ¼ in
@@ -135,8 +163,9 @@ mod tests {
     use super::*;
     use candle_core::Device;
 
-    /// The pooling pass gives the bits of candle's window sums (over dx, then dy, then ¼), for
-    /// both dtypes, odd and even maps, several channels, several examples.
+    /// The pooling pass gives the bits of candle's window sums (over dx, then dy, then ¼, the
+    /// route off the CPU), for both dtypes, odd and even maps, several channels, several
+    /// examples.
     #[test]
     fn the_pass_equals_candles_window_sums() {
         let mut rng = bdl_tensor::Seed(8).rng();
@@ -153,24 +182,7 @@ mod tests {
                 let u =
                     bdl_tensor::normal(&mut rng, (n, input.len()), 0.0, 1.0, dtype, &Device::Cpu)
                         .unwrap();
-                let (h, w) = (height / 2, width / 2);
-                let reference = u
-                    .reshape((n, height, width, channels))
-                    .unwrap()
-                    .narrow(1, 0, 2 * h)
-                    .unwrap()
-                    .narrow(2, 0, 2 * w)
-                    .unwrap()
-                    .reshape((n, h, 2, w, 2, channels))
-                    .unwrap()
-                    .sum(4)
-                    .unwrap()
-                    .sum(2)
-                    .unwrap()
-                    .affine(0.25, 0.0)
-                    .unwrap()
-                    .reshape((n, h * w * channels))
-                    .unwrap();
+                let reference = pool.by_window_sums(&u).unwrap();
                 let bits = |t: &Tensor| -> Vec<u64> {
                     let v = bdl_tensor::to_f64_vec(&t.flatten_all().unwrap()).unwrap();
                     v.iter().map(|x| x.to_bits()).collect()
@@ -184,6 +196,40 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// Autograd through the route off the CPU gives the adjoint the custom op's backward uses.
+    #[test]
+    fn the_window_sums_gradient_is_the_adjoint() {
+        let input = FeatureMaps {
+            channels: 2,
+            height: 5,
+            width: 4,
+            order: Order::ChannelsLast,
+        };
+        let pool = AvgPool2::new(input).unwrap();
+        let mut rng = bdl_tensor::Seed(9).rng();
+        let mut randn = |shape: (usize, usize)| {
+            bdl_tensor::normal(
+                &mut rng,
+                shape,
+                0.0,
+                1.0,
+                candle_core::DType::F64,
+                &Device::Cpu,
+            )
+            .unwrap()
+        };
+        let u = candle_core::Var::from_tensor(&randn((3, input.len()))).unwrap();
+        let g = randn((3, pool.output().len()));
+        let loss = (pool.by_window_sums(&u).unwrap() * &g)
+            .unwrap()
+            .sum_all()
+            .unwrap();
+        let grads = loss.backward().unwrap();
+        let grad: Vec<Vec<f64>> = grads.get(&u).unwrap().to_vec2().unwrap();
+        let adjoint: Vec<Vec<f64>> = pool.adjoint(&g).unwrap().to_vec2().unwrap();
+        assert_eq!(grad, adjoint);
     }
 
     #[test]

@@ -1,10 +1,10 @@
 //! The gather and scatter-add as one candle custom op in two directions, each the other's
-//! backward.
+//! backward, on the CPU; on any other device, candle's `index_select` and `index_add`.
 
 use candle_core::{CpuStorage, CustomOp1, Layout, Shape, Tensor, WithDType};
 use rayon::prelude::*;
 
-use super::GatherIndex;
+use super::{EMPTY, GatherIndex};
 
 /// Below this many output elements the examples run on one thread (a parallel loop's start-up
 /// costs more than it saves).
@@ -36,10 +36,55 @@ pub(super) struct ColumnOp {
 }
 
 impl ColumnOp {
-    /// Applies the op to a matrix of the right shape (checked by the caller), copying it first
-    /// if it is not contiguous.
+    /// Applies the op to a matrix of the right shape (checked by the caller): the custom op on
+    /// the CPU (copying the input first if it is not contiguous), [`Self::by_index_ops`] on any
+    /// other device.
     pub(super) fn apply(self, t: &Tensor) -> candle_core::Result<Tensor> {
-        t.contiguous()?.apply_op1(self)
+        if crate::host_kernels(t.device()) {
+            t.contiguous()?.apply_op1(self)
+        } else {
+            self.by_index_ops(t)
+        }
+    }
+
+    /// The op by candle's own operations, which every backend has and autograd differentiates
+    /// (`index_select`'s backward is `index_add`, and the reverse): the table, with each empty
+    /// entry pointing at a zero column appended to the source, copied to `t`'s device, then
+    ///
+    /// - G x = \[x | 0\] selected at the table's columns, `[N, R·C]` read as `[N·R, C]`;
+    /// - Gᵀ g = 0 `[N, M + 1]` plus each example's `[R·C]` entries added at the table's
+    ///   columns, the zero column dropped.
+    ///
+    /// The same numbers as the CPU kernel, but a pass through device memory per call and the
+    /// table uploaded each time.
+    pub(super) fn by_index_ops(&self, t: &Tensor) -> candle_core::Result<Tensor> {
+        let GatherIndex {
+            rows,
+            cols,
+            source_len,
+            ..
+        } = self.index;
+        let padding = u32::try_from(source_len).map_err(candle_core::Error::wrap)?;
+        let table: Vec<u32> = (self.index.table.iter())
+            .map(|&m| if m == EMPTY { padding } else { m })
+            .collect();
+        let table = Tensor::from_vec(table, rows * cols, t.device())?;
+        match self.direction {
+            Direction::Gather => {
+                let n = t.dim(0)?;
+                let zero = Tensor::zeros((n, 1), t.dtype(), t.device())?;
+                Tensor::cat(&[t, &zero], 1)?
+                    .index_select(&table, 1)?
+                    .reshape((n * rows, cols))
+            }
+            Direction::ScatterAdd => {
+                let n = t.dim(0)? / rows;
+                let entries = t.reshape((n, rows * cols))?;
+                Tensor::zeros((n, source_len + 1), t.dtype(), t.device())?
+                    .index_add(&table, &entries, 1)?
+                    .narrow(1, 0, source_len)
+            }
+        }
     }
 
     /// The lengths of one example's input and output blocks (both positive: the table and the

@@ -145,6 +145,37 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// The route off the CPU (candle's `index_select` and `index_add`), run here on the CPU,
+    /// gives the custom op's numbers in both directions, and autograd through it gives the
+    /// custom op's adjoint as the gradient.
+    #[test]
+    fn the_device_route_equals_the_cpu_kernel(
+        (n, m, rows, cols, empty) in geometry(), f64_: bool, seed in any::<u64>(),
+    ) {
+        let seed = Seed(seed);
+        let dtype = if f64_ { DType::F64 } else { DType::F32 };
+        let index = random_index(seed.fork("index"), rows, cols, m, empty);
+        let route = |direction: Direction, t: &Tensor| {
+            ColumnOp { index: index.clone(), direction }.by_index_ops(t).unwrap()
+        };
+        let x = Var::from_tensor(&randn(seed.fork("x"), (n, m), dtype)).unwrap();
+        let g = randn(seed.fork("g"), (n * rows, cols), dtype);
+        let gx = route(Direction::Gather, &x);
+        prop_assert_eq!(gx.dims(), &[n * rows, cols]);
+        prop_assert_eq!(values(&gx), values(&gather_columns(&x, &index).unwrap()));
+        let gtg = route(Direction::ScatterAdd, &g);
+        prop_assert_eq!(gtg.dims(), &[n, m]);
+        prop_assert_eq!(values(&gtg), values(&scatter_add_columns(&g, &index).unwrap()));
+
+        let loss = (gx * &g).unwrap().sum_all().unwrap();
+        let grad = loss.backward().unwrap();
+        prop_assert_eq!(values(grad.get(&x).expect("x is a Var")), values(&gtg));
+    }
+}
+
 #[test]
 fn empty_entries_gather_zero_and_receive_nothing() {
     // Two rows of [x0, x0, empty]: column 0 is read twice, so it collects both entries.
