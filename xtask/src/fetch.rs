@@ -2,11 +2,14 @@
 //! the papers into a data folder, verified against their published SHA-256 digests.
 //!
 //! Files come from their canonical upstream URLs (the table in [`manifest`]) or, with `--mirror`
-//! (or `BDL_DATA_MIRROR`), from a local folder laid out like the data root. Either way every file
-//! is verified in memory and only then written, through a temporary name and a rename, so a
-//! failed or partial transfer never leaves a file in place. Files already present and valid are
-//! kept; present but invalid ones are removed and fetched again.
+//! (or `BDL_DATA_MIRROR`), from a local folder laid out like the data root; CIFAR-10 and
+//! CIFAR-10-C come from upstream only (a mirror need not hold them). Either way every file is
+//! streamed into a temporary file beside its target while its SHA-256 is computed, and renamed
+//! into place only once verified ([`install`]), so a failed or partial transfer never leaves a
+//! file in place and no file is held in memory. Files already present and valid are kept;
+//! present but invalid ones are removed and fetched again.
 
+mod install;
 mod manifest;
 mod source;
 
@@ -16,14 +19,15 @@ use anyhow::{Context, bail};
 use clap::Args;
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 
-use manifest::{FILES, Origin, Remote};
-use source::{Http, Mirror, Source, SourceError};
+use install::{install, verify};
+use manifest::{FILES, Remote};
+use source::{Http, Mirror, Source};
 
 /// Arguments of `cargo xtask fetch`.
 #[derive(Debug, Args)]
 pub(crate) struct FetchArgs {
-    /// `all`, or a folder of the data root: mnist, fashion-mnist, uci, uci/gal, uci/gap,
-    /// uci/gal/concrete, toy, toy/noisy_xor, blr, blr/usps, ...
+    /// `all`, or a folder of the data root: mnist, fashion-mnist, cifar10, cifar10-c, uci,
+    /// uci/gal, uci/gap, uci/gal/concrete, toy, toy/noisy_xor, blr, blr/usps, ...
     dataset: String,
     /// Copy from this local folder, laid out like the data root, instead of downloading.
     #[arg(long, env = "BDL_DATA_MIRROR", value_name = "DIR")]
@@ -101,7 +105,7 @@ struct Report {
 }
 
 /// Fetches `files` from `source` into `dest`. Per-file failures are collected in the report; an
-/// unreachable source or a file that cannot be written stops the run.
+/// unreachable source, or a file that cannot be read or written here, stops the run.
 fn fetch(
     files: &[Remote],
     dest: &Path,
@@ -119,9 +123,11 @@ fn fetch(
         overall.set_message(remote.path);
         let target = dest.join(remote.path);
         if target.is_file() {
-            let existing = std::fs::read(&target)
+            let existing = std::fs::File::open(&target)
+                .map_err(anyhow::Error::from)
+                .and_then(|f| Ok(bdl_data::checksum::sha256_reader(&target, f)?))
                 .with_context(|| format!("cannot read {}", target.display()))?;
-            if verify(remote, &target, &existing).is_ok() {
+            if verify(remote, &target, existing, &target).is_ok() {
                 report.present += 1;
                 overall.inc(1);
                 continue;
@@ -134,19 +140,13 @@ fn fetch(
             "{prefix:>8} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec}",
         )?);
         bar.set_prefix("file");
-        let fetched = source.get(remote, &bar);
+        let installed = install(remote, &target, source, &bar);
         bar.finish_and_clear();
         progress.remove(&bar);
-        match fetched {
-            Ok(bytes) => match verify(remote, &source.location(remote), &bytes) {
-                Ok(()) => {
-                    bdl_tensor::write_atomically(&target, &bytes)?;
-                    report.fetched += 1;
-                }
-                Err(e) => report.failed.push((remote.path.to_owned(), e.into())),
-            },
-            Err(SourceError::File(e)) => report.failed.push((remote.path.to_owned(), e)),
-            Err(SourceError::Unreachable(e)) => {
+        match installed {
+            Ok(Ok(())) => report.fetched += 1,
+            Ok(Err(e)) => report.failed.push((remote.path.to_owned(), e)),
+            Err(e) => {
                 overall.abandon();
                 return Err(e);
             }
@@ -157,29 +157,10 @@ fn fetch(
     Ok(report)
 }
 
-/// Checks `bytes` (read from `path`, named in errors) against the digest of `remote`; a gzip-compressed
-/// archive member is also accepted when its decompressed content has the member's digest.
-fn verify(remote: &Remote, path: &Path, bytes: &[u8]) -> bdl_data::Result<()> {
-    let stored = bdl_data::checksum::verify(path, bytes, remote.sha256);
-    match (stored, remote.origin) {
-        (Err(mismatch), Origin::GzippedTarMember { member_sha256, .. }) => {
-            let mut content = Vec::new();
-            let inflated =
-                std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(bytes), &mut content);
-            match inflated {
-                Ok(_) => {
-                    bdl_data::checksum::verify(path, &content, member_sha256).map_err(|_| mismatch)
-                }
-                Err(_) => Err(mismatch),
-            }
-        }
-        (result, _) => result,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use manifest::{Origin, UPSTREAM_ONLY};
 
     /// A scratch folder removed on drop.
     struct Scratch(PathBuf);
@@ -218,6 +199,9 @@ mod tests {
         );
         let err = select("cifar").unwrap_err().to_string();
         assert!(err.contains("mnist") && err.contains("uci"), "{err}");
+        // `cifar10` must not pick up `cifar10-c`.
+        let cifar: Vec<&str> = select("cifar10").unwrap().iter().map(|f| f.path).collect();
+        assert_eq!(cifar, ["cifar10/cifar-10-binary.tar.gz"]);
         // `mnist` must not pick up `fashion-mnist`, nor `uci/gal/concrete` a longer name.
         assert!(
             select("mnist")
@@ -269,11 +253,56 @@ mod tests {
             .filter_map(|l| l.split_once("  "))
             .map(|(sha, path)| (path.to_owned(), sha.to_owned()))
             .collect();
+        // Every row but the upstream-only ones, which the shared copy must not list either.
         let table: Vec<(String, String)> = FILES
             .iter()
+            .filter(|f| !UPSTREAM_ONLY.contains(&f.path))
             .map(|f| (f.path.to_owned(), f.sha256.to_owned()))
             .collect();
         assert_eq!(table, listed);
+    }
+
+    /// The upstream-only rows are rows of the table, and the CIFAR readers read the files that
+    /// `cargo xtask fetch <folder>` installs, the folder their missing-file error names.
+    #[test]
+    fn the_cifar_readers_files_are_rows_fetched_by_their_folder() {
+        for path in UPSTREAM_ONLY {
+            assert!(FILES.iter().any(|f| f.path == *path), "{path}");
+        }
+        for archive in [bdl_data::cifar::ARCHIVE, bdl_data::cifar::CORRUPTED_ARCHIVE] {
+            assert!(UPSTREAM_ONLY.contains(&archive), "{archive}");
+            let folder = archive.split('/').next().unwrap();
+            let rows: Vec<&str> = select(folder).unwrap().iter().map(|f| f.path).collect();
+            assert_eq!(rows, [archive]);
+        }
+        let missing = Scratch::new("cifar-root");
+        let err = bdl_data::cifar::load(&missing.0, bdl_data::cifar::Part::Test).unwrap_err();
+        assert!(
+            err.to_string().contains("`cargo xtask fetch cifar10`"),
+            "{err}"
+        );
+    }
+
+    /// Fetching from a mirror that lacks an upstream-only file fails that file, as any file
+    /// missing from a mirror does, and says to fetch it without `--mirror`.
+    #[test]
+    fn a_mirror_lacking_an_upstream_only_file_fails_it_with_a_hint() {
+        let dest = Scratch::new("cifar-dest");
+        let mirror = Mirror::new(&bdl_data::root::fixtures()).unwrap();
+        let mut files = select("cifar10").unwrap();
+        files.extend(toy_files());
+        let hidden = MultiProgress::with_draw_target(indicatif::ProgressDrawTarget::hidden());
+        let report = fetch(&files, &dest.0, &mirror, &hidden).unwrap();
+        assert_eq!(report.fetched, files.len() - 1);
+        assert_eq!(report.failed.len(), 1);
+        let (path, error) = &report.failed[0];
+        assert_eq!(path, "cifar10/cifar-10-binary.tar.gz");
+        let message = format!("{error:#}");
+        assert!(
+            message.contains("cannot open") && message.contains("without --mirror"),
+            "{message}"
+        );
+        assert!(!dest.0.join("cifar10").exists());
     }
 
     #[test]
@@ -347,7 +376,13 @@ mod tests {
         let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
         std::io::Write::write_all(&mut gz, &member).unwrap();
         let compressed = gz.finish().unwrap();
-        assert!(verify(&remote, Path::new("x.npy.gz"), &compressed).is_ok());
-        assert!(verify(&remote, Path::new("x.npy.gz"), &member).is_err());
+        let dir = Scratch::new("member");
+        for (bytes, valid) in [(compressed, true), (member, false)] {
+            let file = dir.0.join("x.npy.gz");
+            std::fs::write(&file, &bytes).unwrap();
+            let digest = bdl_data::checksum::sha256_hex(&bytes);
+            let verified = verify(&remote, Path::new("x.npy.gz"), digest, &file);
+            assert_eq!(verified.is_ok(), valid, "{verified:?}");
+        }
     }
 }

@@ -46,7 +46,7 @@ fn main() -> anyhow::Result<ExitCode> {
 ///   slower (326 s against 61 s).
 /// - `CANDLE_NUM_THREADS` (1): candle 0.11 splits every elementwise map of 64 Ki numbers or more
 ///   between the calling thread and a process-wide pool of its own, outside the rayon pool
-///   that [`bdl_tensor::Threads`] bounds, which waits spinning between maps. bdl runs its
+///   that `bdl_tensor::Threads` bounds, which waits spinning between maps. bdl runs its
 ///   experiments' independent fits one a core, so that pool's thread only competed with them
 ///   for a core (2% of a `vadam-uci` paper run's processor time), and the two fits' large maps
 ///   took turns on its lock. The maps' results do not depend on it.

@@ -48,7 +48,7 @@ pub fn sha256_reader(path: &Path, mut reader: impl Read) -> Result<String> {
 /// assert!(err.to_string().starts_with("abc.txt: SHA-256 mismatch"));
 /// ```
 pub fn verify(path: &Path, bytes: &[u8], expected: &str) -> Result<()> {
-    matches(path, sha256_hex(bytes), expected)
+    compare(path, sha256_hex(bytes), expected)
 }
 
 /// Checks that the file at `path` has the SHA-256 digest `expected`, reading it in chunks.
@@ -57,10 +57,20 @@ pub fn verify_file(path: &Path, expected: &str) -> Result<()> {
         path: path.to_path_buf(),
         source,
     })?;
-    matches(path, sha256_reader(path, file)?, expected)
+    compare(path, sha256_reader(path, file)?, expected)
 }
 
-fn matches(path: &Path, actual: String, expected: &str) -> Result<()> {
+/// Checks that the digest `actual` of the content of `path` (computed as it streamed past, by
+/// [`sha256_reader`] for instance) is `expected`, in either case of hex digits.
+///
+/// ```
+/// use std::path::Path;
+/// let digest = bdl_data::checksum::sha256_hex(b"abc");
+/// assert!(bdl_data::checksum::compare(Path::new("abc.txt"), digest.clone(), &digest).is_ok());
+/// let err = bdl_data::checksum::compare(Path::new("abc.txt"), digest, &"0".repeat(64));
+/// assert!(err.unwrap_err().to_string().starts_with("abc.txt: SHA-256 mismatch"));
+/// ```
+pub fn compare(path: &Path, actual: String, expected: &str) -> Result<()> {
     if actual.eq_ignore_ascii_case(expected) {
         Ok(())
     } else {

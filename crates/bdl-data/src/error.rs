@@ -187,6 +187,46 @@ pub enum Error {
         message: String,
     },
 
+    /// A data file that `cargo xtask fetch` installs is not under the data root.
+    #[error("{path}: not found; `cargo xtask fetch {dataset}` downloads it")]
+    NotFetched {
+        /// The file that was looked for.
+        path: PathBuf,
+        /// The argument of `cargo xtask fetch` that installs it (its folder under the root).
+        dataset: String,
+    },
+
+    /// A tar archive is corrupt or ends inside a header (a truncated download, for instance).
+    #[error("{path}: corrupt or truncated tar archive: {source}")]
+    Tar {
+        /// The archive.
+        path: PathBuf,
+        /// What the reader said.
+        source: std::io::Error,
+    },
+
+    /// An archive lacks a member that a reader needs.
+    #[error("{path}: the archive has no member {member}")]
+    MissingMember {
+        /// The archive.
+        path: PathBuf,
+        /// The member's path inside the archive.
+        member: String,
+    },
+
+    /// An archive member ends early, or holds a length its format does not allow.
+    #[error("{path}: member {member} holds {actual} bytes, expected {expected}")]
+    MemberLength {
+        /// The archive.
+        path: PathBuf,
+        /// The member's path inside the archive.
+        member: String,
+        /// The length the member should have (a number or a rule, with the reason).
+        expected: String,
+        /// The bytes it holds.
+        actual: u64,
+    },
+
     /// An argument is out of its valid range.
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 
 use proptest::prelude::*;
 
-use crate::test_util::Scratch;
+use crate::cifar::corrupted::read_corrupted;
+use crate::cifar::{self, Corruption, Part, Severity};
+use crate::test_util::{Scratch, gzip, npy_file, tar_file};
 use crate::text::{Delimiter, read_table};
 use crate::{idx, mat, npy, read};
 
@@ -67,6 +69,44 @@ fn survives<T>(name: &str, bytes: &[u8], parse: impl Fn(&Path) -> crate::Result<
     let _ = parse(&path);
 }
 
+/// A CIFAR-10 test batch of two records, in a tar (to be mutated, then gzipped).
+fn cifar_tar() -> Vec<u8> {
+    let records: Vec<u8> = [3u8, 9]
+        .iter()
+        .flat_map(|&label| std::iter::once(label).chain((0..3072).map(|i| (i % 251) as u8)))
+        .collect();
+    tar_file(&[("cifar-10-batches-bin/test_batch.bin", &records)])
+}
+
+/// A CIFAR-10-C archive of one image a severity, labels first: both `.npy` headers lie in the
+/// first 2 KiB.
+fn cifar_c_tar(images: &[u8]) -> Vec<u8> {
+    let labels = npy_file("|u1", "(5,)", &[1, 2, 3, 4, 5]);
+    tar_file(&[
+        ("CIFAR-10-C/labels.npy", &labels),
+        ("CIFAR-10-C/fog.npy", images),
+    ])
+}
+
+/// Reads CIFAR-10-C's fog images at `level` (clamped to 1..=5) from the archive at `path`.
+fn fog(path: &Path, level: u8) -> crate::Result<crate::Dataset> {
+    read_corrupted(path, Corruption::Fog, Severity::new(level.clamp(1, 5))?)
+}
+
+/// The CIFAR seeds are valid archives, so that their mutations reach past the first check.
+#[test]
+fn cifar_seeds_read() {
+    let dir = Scratch::new("fuzz-cifar");
+    let clean = dir.write("c.tar.gz", gzip(&cifar_tar()));
+    assert_eq!(
+        cifar::read(&clean, Part::Test).unwrap().labels().unwrap(),
+        [3, 9]
+    );
+    let seed = cifar_c_tar(&npy_file("|u1", "(5, 32, 32, 3)", &[9; 5 * 3072]));
+    let corrupted = dir.write("c.tar", seed);
+    assert_eq!(fog(&corrupted, 2).unwrap().labels().unwrap(), [2]);
+}
+
 fn cases(n: u32) -> ProptestConfig {
     ProptestConfig {
         cases: n,
@@ -100,22 +140,26 @@ proptest! {
     #[test]
     fn headers_promising_any_size(dims in proptest::collection::vec(any::<u32>(), 3), rows in any::<u64>(), cols in any::<u64>(), size in any::<u32>()) {
         survives("d-images-idx3-ubyte", &idx::encode(idx::IMAGES_MAGIC, &dims, &[1; 24]), idx::load_images);
-        let mut header = format!("{{'descr': '<f8', 'fortran_order': False, 'shape': ({rows}, {cols}), }}");
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut file = b"\x93NUMPY\x01\x00".to_vec();
-        file.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        file.extend_from_slice(header.as_bytes());
-        file.extend_from_slice(&[0; 32]);
-        survives("s.npy", &file, npy::read_matrix);
+        survives("s.npy", &npy_file("<f8", &format!("({rows}, {cols})"), &[0; 32]), npy::read_matrix);
+        let images = npy_file("|u1", &format!("({rows}, 32, 32, {cols})"), &[0; 3072]);
+        survives("s.tar", &cifar_c_tar(&images), |p| fog(p, 5));
         let mut mat = vec![b' '; 124];
         mat.extend_from_slice(&[0x00, 0x01, b'I', b'M']);
         mat.extend_from_slice(&14u32.to_le_bytes());
         mat.extend_from_slice(&size.to_le_bytes());
         mat.extend_from_slice(&[0; 48]);
         survives("s.mat", &mat, |p| mat::MatArrays::open(p).map(drop));
+    }
+
+    /// The tar archives of CIFAR-10 (gzipped after the mutation, so that it reaches the tar
+    /// headers and the records) and CIFAR-10-C.
+    #[test]
+    fn cifar_archives(ms in proptest::collection::vec(mutation(), 1..6), level in 1u8..=5, raw in proptest::collection::vec(any::<u8>(), 0..64)) {
+        survives("c.tar.gz", &gzip(&mutate(&cifar_tar(), &ms, 1024)), |p| cifar::read(p, Part::Test));
+        survives("r.tar.gz", &raw, |p| cifar::read(p, Part::Train));
+        let seed = cifar_c_tar(&npy_file("|u1", "(5, 32, 32, 3)", &[9; 5 * 3072]));
+        survives("c.tar", &mutate(&seed, &ms, 2048), |p| fog(p, level));
+        survives("r.tar", &raw, |p| fog(p, level));
     }
 
     #[test]

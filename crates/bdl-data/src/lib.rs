@@ -7,6 +7,7 @@
 //! | module | data | files |
 //! |---|---|---|
 //! | [`mnist`] | MNIST, Fashion-MNIST | IDX, gzip ([`idx`]) |
+//! | [`cifar`] | CIFAR-10, CIFAR-10-C (19 corruptions, 5 severities) | binary records in a `.tar.gz`, NumPy `.npy` in a `.tar` |
 //! | [`uci`] | the nine UCI regression benchmarks, standard and gap splits | whitespace text |
 //! | [`blr`] | Australian, Breast-Cancer, USPS 3-vs-5 | whitespace text, MAT (own reader) |
 //! | [`toy`] | DUN 1-D regression sets, noisy XOR | NumPy `.npy` (own strict reader), CSV |
@@ -41,8 +42,10 @@
 //! Sibling crates: `bdl-tensor` (seeds, tensor helpers), `bdl-likelihoods`, `bdl-models`, and the
 //! inference crates that consume these data sets.
 
+mod archive;
 pub mod blr;
 pub mod checksum;
+pub mod cifar;
 pub mod csv;
 mod dataset;
 mod error;

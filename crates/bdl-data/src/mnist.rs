@@ -51,12 +51,13 @@ impl Collection {
     }
 }
 
-/// The training (60,000 images) or test (10,000 images) part.
+/// The training or the test part of an image collection: 60,000 and 10,000 images of MNIST
+/// and Fashion-MNIST, 50,000 and 10,000 of CIFAR-10 ([`crate::cifar`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Part {
-    /// `train-*` files.
+    /// The `train-*` files (CIFAR-10: `data_batch_1.bin` … `data_batch_5.bin`).
     Train,
-    /// `t10k-*` files.
+    /// The `t10k-*` files (CIFAR-10: `test_batch.bin`).
     Test,
 }
 

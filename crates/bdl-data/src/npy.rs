@@ -1,11 +1,23 @@
-//! Two-dimensional NumPy `.npy` arrays (the toy regression sets).
+//! NumPy `.npy` arrays: the toy regression sets' matrices, CIFAR-10-C's images and labels.
 //!
-//! A strict reader of the format (versions 1.0 to 3.0) for what the toy sets use, C-ordered
-//! little-endian `<f4` or `<f8` matrices. It parses the header dictionary itself, in one pass:
-//! a general Python-literal parser is both more than this needs and, on crafted headers (nested
-//! braces), far slower than linear; every size is checked against the file before anything is
-//! allocated.
+//! A strict reader of the format (versions 1.0 to 3.0) for what the data sets use: C-ordered
+//! arrays of little-endian `<f4` or `<f8` (the toy sets' matrices), `|u1` or `<i8` (CIFAR-10-C's
+//! images and labels). A file is
+//!
+//! ```text
+//! \x93NUMPY <major> <minor>      6 + 2 bytes
+//! header length                 u16 (version 1) or u32 (versions 2 and 3), little-endian
+//! header dictionary             {'descr': '<f8', 'fortran_order': False, 'shape': (r, c), }
+//! data                          the shape's product times the item size, C order
+//! ```
+//!
+//! It parses the header dictionary itself, in one pass: a general Python-literal parser is both
+//! more than this needs and, on crafted headers (nested braces), far slower than linear; every
+//! size is checked against the file before anything is allocated. The header is read apart from
+//! the data ([`dictionary`], [`Header::read`]), so that an array inside an archive is checked
+//! before any of its data is read.
 
+use std::ops::Range;
 use std::path::Path;
 
 use crate::{Error, Result, read};
@@ -39,44 +51,54 @@ pub(crate) fn read_matrix(path: &Path) -> Result<Matrix> {
 /// The format's fixed prefix: magic string, major and minor version.
 const MAGIC: &[u8] = b"\x93NUMPY";
 
-/// Parses a whole file: prefix, header length (2 bytes in version 1, 4 in versions 2 and 3,
-/// little-endian), the header dictionary, then exactly rows · cols items of data.
-fn parse(bytes: &[u8]) -> std::result::Result<Matrix, String> {
-    if !bytes.starts_with(MAGIC) {
+/// The most bytes the prefix takes: magic string, version and a 4-byte header length.
+pub(crate) const PREFIX_LEN: usize = 12;
+
+/// Where the header dictionary lies in a file of `len` bytes whose first [`PREFIX_LEN`] bytes
+/// (all of them, when it is shorter) are `prefix`: after the magic string, the version and the
+/// header length (2 bytes in version 1, 4 in versions 2 and 3, little-endian). The data starts
+/// at the range's end, which is checked to lie within the file.
+pub(crate) fn dictionary(prefix: &[u8], len: usize) -> std::result::Result<Range<usize>, String> {
+    if !prefix.starts_with(MAGIC) {
         return Err("not a .npy file (no \\x93NUMPY magic string)".into());
     }
-    let (len_bytes, start) = match bytes.get(MAGIC.len()) {
+    let (len_bytes, start) = match prefix.get(MAGIC.len()) {
         Some(1) => (2, 10usize),
         Some(2 | 3) => (4, 12),
         Some(v) => return Err(format!("unsupported format version {v}")),
         None => return Err("the file ends inside the prefix".into()),
     };
-    let len = bytes
+    let header_len = prefix
         .get(8..8 + len_bytes)
         .ok_or("the file ends inside the prefix")?
         .iter()
         .rev()
         .fold(0usize, |n, &b| n << 8 | usize::from(b));
-    let header = start
-        .checked_add(len)
-        .and_then(|end| bytes.get(start..end))
-        .ok_or_else(|| format!("the header promises {len} bytes, the file is shorter"))?;
-    let header = std::str::from_utf8(header).map_err(|_| "the header is not text".to_owned())?;
-    let Header { item, shape } = Header::parse(header)?;
-    let [rows, cols] = shape[..] else {
-        return Err(format!("expected 2 dimensions, found {shape:?}"));
+    start
+        .checked_add(header_len)
+        .filter(|&end| end <= len)
+        .map(|end| start..end)
+        .ok_or_else(|| format!("the header promises {header_len} bytes, the file is shorter"))
+}
+
+/// Parses a whole file: the header, then exactly rows · cols items of data.
+fn parse(bytes: &[u8]) -> std::result::Result<Matrix, String> {
+    let range = dictionary(bytes, bytes.len())?;
+    let header = Header::read(&bytes[range.clone()])?;
+    let item = match header.dtype {
+        Dtype::F4 | Dtype::F8 => header.dtype.size(),
+        other => {
+            return Err(format!(
+                "expected dtype <f4 or <f8, found {}",
+                other.descr()
+            ));
+        }
     };
-    let payload = &bytes[start + len..];
-    let expected = rows
-        .checked_mul(cols)
-        .and_then(|n| n.checked_mul(item))
-        .ok_or_else(|| format!("the shape {shape:?} holds more elements than can be addressed"))?;
-    if payload.len() != expected {
-        return Err(format!(
-            "the shape {shape:?} promises {expected} bytes of data, the file holds {}",
-            payload.len()
-        ));
-    }
+    let [rows, cols] = header.shape[..] else {
+        return Err(format!("expected 2 dimensions, found {:?}", header.shape));
+    };
+    let payload = &bytes[range.end..];
+    header.check_data(payload.len() as u64)?;
     let values = match item {
         8 => payload
             .chunks_exact(8)
@@ -90,31 +112,92 @@ fn parse(bytes: &[u8]) -> std::result::Result<Matrix, String> {
     Ok(Matrix { rows, cols, values })
 }
 
+/// The item types the readers accept, each by its `descr` in the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Dtype {
+    /// `<f4`: little-endian f32.
+    F4,
+    /// `<f8`: little-endian f64.
+    F8,
+    /// `|u1`: bytes.
+    U1,
+    /// `<i8`: little-endian i64.
+    I8,
+}
+
+impl Dtype {
+    const ALL: [Dtype; 4] = [Dtype::F4, Dtype::F8, Dtype::U1, Dtype::I8];
+
+    /// The type's `descr`, as NumPy writes it.
+    pub(crate) fn descr(self) -> &'static str {
+        match self {
+            Dtype::F4 => "<f4",
+            Dtype::F8 => "<f8",
+            Dtype::U1 => "|u1",
+            Dtype::I8 => "<i8",
+        }
+    }
+
+    /// Bytes per item.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            Dtype::U1 => 1,
+            Dtype::F4 => 4,
+            Dtype::F8 | Dtype::I8 => 8,
+        }
+    }
+}
+
 /// What the header dictionary `{'descr': '<f8', 'fortran_order': False, 'shape': (r, c), }`
 /// says, for the arrays this reader accepts.
 #[derive(Debug, PartialEq)]
-struct Header {
-    /// Bytes per item: 4 or 8.
-    item: usize,
-    shape: Vec<usize>,
+pub(crate) struct Header {
+    /// The item type.
+    pub(crate) dtype: Dtype,
+    /// The dimensions, outermost first.
+    pub(crate) shape: Vec<usize>,
 }
 
 impl Header {
+    /// Parses the header dictionary `bytes` (the range [`dictionary`] gives).
+    pub(crate) fn read(bytes: &[u8]) -> std::result::Result<Self, String> {
+        Self::parse(std::str::from_utf8(bytes).map_err(|_| "the header is not text".to_owned())?)
+    }
+
+    /// Checks that `available` bytes of data are exactly what the shape promises.
+    pub(crate) fn check_data(&self, available: u64) -> std::result::Result<(), String> {
+        let shape = &self.shape;
+        let expected = shape
+            .iter()
+            .try_fold(self.dtype.size(), |n, &d| n.checked_mul(d))
+            .ok_or_else(|| {
+                format!("the shape {shape:?} holds more elements than can be addressed")
+            })?;
+        if available != expected as u64 {
+            return Err(format!(
+                "the shape {shape:?} promises {expected} bytes of data, the file holds {available}"
+            ));
+        }
+        Ok(())
+    }
+
     /// Parses the dictionary in one left-to-right pass (no recursion, no backtracking): exactly
     /// the three keys, each once, then only whitespace.
     fn parse(text: &str) -> std::result::Result<Self, String> {
         let mut p = Cursor(text.as_bytes());
-        let (mut item, mut order, mut shape) = (None, None, None);
+        let (mut dtype, mut order, mut shape) = (None, None, None);
         p.expect(b'{')?;
         while !p.eat(b'}') {
             let key = p.string()?;
             p.expect(b':')?;
             let duplicate = match key {
-                "descr" => item.replace(match p.string()? {
-                    "<f8" => 8,
-                    "<f4" => 4,
-                    other => return Err(format!("expected dtype <f4 or <f8, found {other}")),
-                }),
+                "descr" => {
+                    let descr = p.string()?;
+                    let found = Dtype::ALL.into_iter().find(|t| t.descr() == descr);
+                    dtype
+                        .replace(found.ok_or_else(|| format!("unsupported dtype {descr}"))?)
+                        .map(Dtype::size)
+                }
                 "fortran_order" => order.replace(p.boolean()?).map(usize::from),
                 "shape" => shape.replace(p.tuple()?).map(|s| s.len()),
                 other => return Err(format!("unexpected key '{other}' in the header")),
@@ -137,7 +220,7 @@ impl Header {
             return Err("Fortran-ordered arrays are not supported".into());
         }
         Ok(Self {
-            item: item.ok_or_else(|| missing("descr"))?,
+            dtype: dtype.ok_or_else(|| missing("descr"))?,
             shape: shape.ok_or_else(|| missing("shape"))?,
         })
     }
@@ -230,22 +313,7 @@ impl<'a> Cursor<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::test_util::Scratch;
-
-    /// A version-1.0 `.npy` file of the given dtype, shape and raw little-endian data.
-    fn npy(descr: &str, shape: &str, data: &[u8]) -> Vec<u8> {
-        let mut header =
-            format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
-        while (10 + header.len() + 1) % 64 != 0 {
-            header.push(' ');
-        }
-        header.push('\n');
-        let mut out = b"\x93NUMPY\x01\x00".to_vec();
-        out.extend_from_slice(&(header.len() as u16).to_le_bytes());
-        out.extend_from_slice(header.as_bytes());
-        out.extend_from_slice(data);
-        out
-    }
+    use crate::test_util::{Scratch, npy_file};
 
     #[test]
     fn reads_f4_and_f8() {
@@ -254,29 +322,29 @@ mod tests {
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        let m = read_matrix(&dir.write("a.npy", npy("<f8", "(3, 2)", &f8))).unwrap();
+        let m = read_matrix(&dir.write("a.npy", npy_file("<f8", "(3, 2)", &f8))).unwrap();
         assert_eq!((m.rows, m.cols), (3, 2));
         assert_eq!(m.column(1), [2.0, 4.0, 6.0]);
         let f4: Vec<u8> = [0.5f32, -1.0]
             .iter()
             .flat_map(|v| v.to_le_bytes())
             .collect();
-        let m = read_matrix(&dir.write("b.npy", npy("<f4", "(1, 2)", &f4))).unwrap();
+        let m = read_matrix(&dir.write("b.npy", npy_file("<f4", "(1, 2)", &f4))).unwrap();
         assert_eq!(m.values, [0.5, -1.0]);
     }
 
     #[test]
     fn wrong_kinds_are_named() {
         let dir = Scratch::new("npy-bad");
-        let ints = dir.write("i.npy", npy("<i8", "(1, 1)", &7i64.to_le_bytes()));
+        let ints = dir.write("i.npy", npy_file("<i8", "(1, 1)", &7i64.to_le_bytes()));
         let err = read_matrix(&ints).unwrap_err();
         assert!(
             matches!(err, Error::Npy { .. }) && err.to_string().contains("i.npy"),
             "{err}"
         );
-        let flat = dir.write("v.npy", npy("<f8", "(1,)", &1f64.to_le_bytes()));
+        let flat = dir.write("v.npy", npy_file("<f8", "(1,)", &1f64.to_le_bytes()));
         assert!(matches!(read_matrix(&flat), Err(Error::Npy { .. })));
-        let short = dir.write("s.npy", npy("<f8", "(2, 2)", &1f64.to_le_bytes()));
+        let short = dir.write("s.npy", npy_file("<f8", "(2, 2)", &1f64.to_le_bytes()));
         assert!(matches!(read_matrix(&short), Err(Error::Npy { .. })));
         let garbage = dir.write("g.npy", b"not numpy at all");
         assert!(matches!(read_matrix(&garbage), Err(Error::Npy { .. })));
@@ -290,7 +358,7 @@ mod tests {
             ("(18446744073709551615, 2)", vec![0u8; 16]),
             ("(3, 2)", vec![0u8; 40]),
         ] {
-            let path = dir.write("m.npy", npy("<f8", shape, &data));
+            let path = dir.write("m.npy", npy_file("<f8", shape, &data));
             let err = read_matrix(&path).unwrap_err();
             assert!(matches!(err, Error::Npy { .. }), "{shape}: {err}");
             assert!(err.to_string().contains("m.npy"), "{err}");
@@ -345,7 +413,36 @@ mod tests {
             );
         }
         // The same dictionary with the braces balanced, spaces and a trailing newline, reads.
-        let m = read_matrix(&dir.write("ok.npy", npy("<f8", "(2, 2)", &f8))).unwrap();
+        let m = read_matrix(&dir.write("ok.npy", npy_file("<f8", "(2, 2)", &f8))).unwrap();
         assert_eq!((m.rows, m.cols), (2, 2));
+    }
+
+    /// The header alone, as an archive member's is read: the byte and integer arrays of
+    /// CIFAR-10-C, any rank; a type outside the four is named.
+    #[test]
+    fn headers_of_bytes_and_integers_read_apart_from_the_data() {
+        let file = npy_file("|u1", "(10, 32, 32, 3)", &[]);
+        let range = dictionary(&file[..PREFIX_LEN], file.len()).unwrap();
+        assert_eq!(range.end, file.len());
+        let header = Header::read(&file[range]).unwrap();
+        assert_eq!(
+            (header.dtype, &header.shape[..]),
+            (Dtype::U1, &[10, 32, 32, 3][..])
+        );
+        assert!(header.check_data(30_720).is_ok());
+        let err = header.check_data(30_719).unwrap_err();
+        assert!(err.contains("promises 30720 bytes"), "{err}");
+        let file = npy_file("<i8", "(7,)", &[]);
+        let range = dictionary(&file, file.len()).unwrap();
+        assert_eq!(Header::read(&file[range]).unwrap().dtype, Dtype::I8);
+        // The dictionary must lie within the file.
+        assert!(
+            dictionary(&file, file.len() - 1)
+                .unwrap_err()
+                .contains("shorter")
+        );
+        let file = npy_file("<u2", "(7,)", &[]);
+        let err = Header::read(&file[dictionary(&file, file.len()).unwrap()]).unwrap_err();
+        assert!(err.contains("unsupported dtype <u2"), "{err}");
     }
 }

@@ -15,8 +15,9 @@ pub(crate) fn bytes(path: &Path) -> Result<Vec<u8>> {
     })
 }
 
-/// The most bytes a compressed data file may expand to (the largest data set the workspace
-/// reads, MNIST's training images, is 47 MB): a bound against gzip bombs.
+/// The most bytes a compressed data file may expand to (the largest streams the workspace
+/// reads are MNIST's training images, 47 MB, and CIFAR-10's tar archive, 185 MB): a bound
+/// against gzip bombs.
 pub(crate) const MAX_DECOMPRESSED: u64 = 1 << 30;
 
 /// The decompressed content of the gzip stream `compressed` read from `path`.

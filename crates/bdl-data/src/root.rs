@@ -3,7 +3,8 @@
 //! Every loader takes a *data root*: a folder laid out like the published data
 //!
 //! ```text
-//! mnist/  fashion-mnist/  uci/gal/<name>/data/  uci/gap/<name>/data/  blr/  toy/
+//! mnist/  fashion-mnist/  cifar10/  cifar10-c/
+//! uci/gal/<name>/data/  uci/gap/<name>/data/  blr/  toy/
 //! ```
 //!
 //! Three roots are known by name:
@@ -13,7 +14,9 @@
 //!   the environment variable `BDL_DATA_DIR`);
 //! - [`shared`]: a read-only copy of the full data beside the workspace (`../shared/data`, or
 //!   the folder in `BDL_SHARED_DATA`), present on some machines only; tests that need the full
-//!   data look here and skip with a message when it is absent.
+//!   data look here and skip with a message when it is absent. It holds every file but the
+//!   CIFAR archives (`cifar10/`, `cifar10-c/`), which `cargo xtask fetch` downloads from
+//!   upstream.
 
 use std::path::{Path, PathBuf};
 

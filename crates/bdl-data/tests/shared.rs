@@ -1,10 +1,12 @@
 //! The loaders on the full data, when this machine has a copy (`BDL_SHARED_DATA` or
-//! `../shared/data` beside the workspace). Each test prints a message and passes when it is
+//! `../shared/data` beside the workspace; CIFAR, which the shared copy leaves out, also from
+//! the folder `cargo xtask fetch` fills). Each test prints a message and passes when it is
 //! absent, so a fresh clone's `cargo test` needs no network.
 
 use std::path::PathBuf;
 
 use bdl_data::blr::{self, BlrSet};
+use bdl_data::cifar::{self, Corruption, Severity};
 use bdl_data::mnist::{self, Collection, Part};
 use bdl_data::uci::{Benchmark, SplitKind, UciData};
 use bdl_data::{Dataset, Standardizer};
@@ -100,4 +102,59 @@ fn logistic_regression_sets() {
     assert!(x.iter().all(|v| (-1.0..=1.0).contains(v)));
     let (train, test) = blr::load(&root, BlrSet::BreastCancer).unwrap();
     assert_eq!(train.len() + test.len(), 683);
+}
+
+/// The first of the shared copy and the fetched folder that holds `relative`.
+fn holding(relative: &str) -> Option<PathBuf> {
+    let root = [bdl_data::root::shared(), Some(bdl_data::root::fetched())]
+        .into_iter()
+        .flatten()
+        .find(|root| root.join(relative).is_file());
+    if root.is_none() {
+        eprintln!("skipped: no {relative} (`cargo xtask fetch` installs it)");
+    }
+    root
+}
+
+#[test]
+fn cifar10_full_sets() {
+    let Some(root) = holding(cifar::ARCHIVE) else {
+        return;
+    };
+    let train = cifar::load(&root, Part::Train).unwrap();
+    let test = cifar::load(&root, Part::Test).unwrap();
+    assert_eq!((train.len(), test.len()), (50_000, 10_000));
+    for (ds, per_class) in [(&train, 5_000), (&test, 1_000)] {
+        let mut counts = [0; 10];
+        for l in ds.labels().unwrap() {
+            counts[l as usize] += 1;
+        }
+        assert_eq!(counts, [per_class; 10]);
+    }
+    // The customary per-channel means of the training pixels: red, green, blue in this order.
+    let n = train.len();
+    let sums = train.x().reshape((n, 3, 1024)).unwrap().sum(2).unwrap();
+    let sums = sums.to_vec2::<f32>().unwrap();
+    for (c, mean) in [0.4914, 0.4822, 0.4465].into_iter().enumerate() {
+        let m = sums.iter().map(|s| f64::from(s[c])).sum::<f64>() / (n * 1024) as f64;
+        assert!((m - mean).abs() < 5e-4, "channel {c}: {m}");
+    }
+}
+
+#[test]
+fn cifar10_c_full_set() {
+    let Some(root) = holding(cifar::CORRUPTED_ARCHIVE) else {
+        return;
+    };
+    let test = holding(cifar::ARCHIVE).map(|r| cifar::load(&r, Part::Test).unwrap());
+    for corruption in [Corruption::GaussianNoise, Corruption::Saturate] {
+        for severity in [Severity::ALL[0], Severity::ALL[4]] {
+            let ds = cifar::load_corrupted(&root, corruption, severity).unwrap();
+            assert_eq!((ds.len(), ds.num_features()), (10_000, 3072));
+            // Every severity is the test set in its order.
+            if let Some(test) = &test {
+                assert_eq!(ds.labels().unwrap(), test.labels().unwrap());
+            }
+        }
+    }
 }

