@@ -5,7 +5,7 @@
 //! (or `BDL_DATA_MIRROR`), from a local folder laid out like the data root; CIFAR-10 and
 //! CIFAR-10-C come from upstream only (a mirror need not hold them). Either way every file is
 //! streamed into a temporary file beside its target while its SHA-256 is computed, and renamed
-//! into place only once verified ([`install`]), so a failed or partial transfer never leaves a
+//! into place only once verified ([`mod@install`]), so a failed or partial transfer never leaves a
 //! file in place and no file is held in memory. Files already present and valid are kept;
 //! present but invalid ones are removed and fetched again.
 
@@ -162,11 +162,11 @@ mod tests {
     use super::*;
     use manifest::{Origin, UPSTREAM_ONLY};
 
-    /// A scratch folder removed on drop.
-    struct Scratch(PathBuf);
+    /// A scratch folder removed on drop (also for the tests of `install`).
+    pub(super) struct Scratch(pub(super) PathBuf);
 
     impl Scratch {
-        fn new(name: &str) -> Self {
+        pub(super) fn new(name: &str) -> Self {
             let dir =
                 std::env::temp_dir().join(format!("xtask-fetch-{}-{name}", std::process::id()));
             let _ = std::fs::remove_dir_all(&dir);

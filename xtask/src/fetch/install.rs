@@ -156,25 +156,7 @@ impl<R: Read, W: Write> Read for Tee<R, W> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// A scratch folder removed on drop.
-    struct Scratch(PathBuf);
-
-    impl Scratch {
-        fn new(name: &str) -> Self {
-            let dir =
-                std::env::temp_dir().join(format!("xtask-install-{}-{name}", std::process::id()));
-            let _ = std::fs::remove_dir_all(&dir);
-            std::fs::create_dir_all(&dir).unwrap();
-            Scratch(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
-        }
-    }
+    use crate::fetch::tests::Scratch;
 
     /// A source serving `content` in reads of at most 1,000 bytes, failing at byte `fail_at`.
     /// Every read checks that what it handed out so far already lies on disk under the
