@@ -741,6 +741,7 @@ mod tests {
             classes: 2,
             stem: Stem::Cifar,
             statistics: None,
+            dropout: 0.0,
         };
         let resnet = Network::from(ResNet::new(spec).unwrap());
         let theta = resnet.init(Seed(0), DType::F64, &Device::Cpu).unwrap();

@@ -169,6 +169,7 @@ fn small_resnet() -> (Network, Tensor, (Tensor, Tensor)) {
         classes: CLASSES,
         stem: Stem::Cifar,
         statistics: None,
+        dropout: 0.0,
     };
     let net = Network::from(ResNet::new(spec).unwrap());
     let theta = net.init(Seed(5), DType::F32, &Device::Cpu).unwrap();

@@ -119,6 +119,7 @@ fn a_resnet_fits_and_comes_back_by_every_method_for_any_network() {
             classes: 3,
             stem: Stem::Cifar,
             statistics: None,
+            dropout: 0.0,
         })
         .unwrap(),
     );

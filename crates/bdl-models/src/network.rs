@@ -29,12 +29,13 @@ pub enum NetworkSpec {
 }
 
 impl NetworkSpec {
-    /// The dropout probability of the network's hidden units (0 for none; a ResNet has none).
+    /// The dropout probability of the network's hidden units (0 for none; a ResNet's on its
+    /// pooled features).
     pub fn dropout(&self) -> f64 {
         match self {
             Self::Mlp(spec) => spec.dropout,
             Self::Cnn(spec) => spec.dropout,
-            Self::ResNet(_) => 0.0,
+            Self::ResNet(spec) => spec.dropout,
         }
     }
 }
@@ -94,12 +95,13 @@ impl Network {
         }
     }
 
-    /// The dropout probability of the network's hidden units (0 for none; a ResNet has none).
+    /// The dropout probability of the network's hidden units (0 for none; a ResNet's on its
+    /// pooled features).
     pub fn dropout(&self) -> f64 {
         match self {
             Self::Mlp(m) => m.spec().dropout,
             Self::Cnn(c) => c.spec().dropout,
-            Self::ResNet(_) => 0.0,
+            Self::ResNet(r) => r.spec().dropout,
         }
     }
 

@@ -71,6 +71,14 @@ pub struct ResNetSpec {
     /// block's `bn1`, `bn2` and shortcut's); absent: μ = 0, v = 1.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub statistics: Option<Vec<BatchStatistics>>,
+    /// Dropout probability on the pooled features the classifier reads (0, the default, for
+    /// none; MC dropout's network): used only when a dropout stream is given.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub dropout: f64,
+}
+
+fn is_zero(p: &f64) -> bool {
+    *p == 0.0
 }
 
 impl ResNetSpec {
@@ -84,7 +92,15 @@ impl ResNetSpec {
             classes,
             stem: Stem::Cifar,
             statistics: None,
+            dropout: 0.0,
         }
+    }
+
+    /// The same spec with dropout probability `p` on the pooled features (before the
+    /// classifier).
+    pub fn with_dropout(mut self, p: f64) -> Self {
+        self.dropout = p;
+        self
     }
 
     /// torchvision's `resnet18(num_classes=classes)` as it is, for 224 × 224 colour images (the
@@ -115,6 +131,12 @@ impl ResNetSpec {
                 "a ResNet needs one positive width and block count per stage, got widths {:?} \
                  and blocks {:?}",
                 self.widths, self.blocks
+            ));
+        }
+        if !(0.0..1.0).contains(&self.dropout) {
+            return invalid(format!(
+                "dropout probability must lie in [0, 1), got {}",
+                self.dropout
             ));
         }
         Ok(())
@@ -465,12 +487,13 @@ impl Model for ResNet {
         (PASS_NUMBERS / per_example.max(1)).max(1)
     }
 
-    /// The forward pass (there is no dropout: `dropout` is ignored).
+    /// The forward pass; with a `dropout` stream and a positive [`ResNetSpec::dropout`], a
+    /// fresh mask on the pooled features (kept as the classifier's entry of `masks`).
     fn forward_cached_with(
         &self,
         params: &Tensor,
         x: &Tensor,
-        _dropout: Option<&mut ChaCha8Rng>,
+        dropout: Option<&mut ChaCha8Rng>,
     ) -> Result<Cache> {
         self.layout.check_flat(params)?;
         let mut u = crate::cnn::image_rows(x, self.spec.input, params.dtype(), "ResNet input x")?;
@@ -503,7 +526,17 @@ impl Model for ResNet {
             relus.push(y);
         }
         let positions = self.last.height * self.last.width;
-        let pooled = (u.reshape((n, positions, self.last.channels))?.sum(1)? / positions as f64)?;
+        let mut pooled =
+            (u.reshape((n, positions, self.last.channels))?.sum(1)? / positions as f64)?;
+        let mut masks = vec![None; self.layers.len()];
+        if let Some(rng) = dropout
+            && self.spec.dropout > 0.0
+        {
+            let on = (pooled.dtype(), pooled.device());
+            let mask = crate::dropout::inverted_mask(rng, pooled.shape(), self.spec.dropout, on)?;
+            pooled = (pooled * &mask)?;
+            masks[self.fc] = Some(mask);
+        }
         let fc = &self.layers[self.fc];
         let output = pooled
             .matmul(&w.matrix(self.fc)?.t()?)?
@@ -516,7 +549,7 @@ impl Model for ResNet {
                 .collect(),
             pre: Vec::new(),
             post: relus,
-            masks: vec![None; self.layers.len()],
+            masks,
             indices,
             output,
             n_examples: n,
@@ -535,9 +568,13 @@ impl Model for ResNet {
         let mut deltas = vec![None; self.layers.len()];
         let grad_f = grad_f.to_dtype(params.dtype())?;
 
-        // The classifier, then the pooling's adjoint: each position gets 1/P of ∂ℓ/∂p.
+        // The classifier, the dropout mask on its input, then the pooling's adjoint: each
+        // position gets 1/P of ∂ℓ/∂p.
         let positions = self.last.height * self.last.width;
-        let grad_pooled = (grad_f.matmul(&w.matrix(self.fc)?)? / positions as f64)?;
+        let mut grad_pooled = (grad_f.matmul(&w.matrix(self.fc)?)? / positions as f64)?;
+        if let Some(mask) = &cache.masks[self.fc] {
+            grad_pooled = (grad_pooled * mask)?;
+        }
         deltas[self.fc] = Some(grad_f);
         let mut grad = grad_pooled
             .unsqueeze(1)?

@@ -10,8 +10,8 @@ use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
 use common::{
     assert_close, assert_columns_match_central_differences,
-    assert_jacobian_matches_central_differences, assert_jacobian_routes_agree,
-    assert_per_example_products, randn, values,
+    assert_dropout_is_seeded_and_backpropagated, assert_jacobian_matches_central_differences,
+    assert_jacobian_routes_agree, assert_per_example_products, randn, values,
 };
 use proptest::prelude::*;
 use rand::Rng;
@@ -57,6 +57,7 @@ fn small_resnet() -> impl Strategy<Value = ResNet> {
                 classes,
                 stem,
                 statistics: None,
+                dropout: 0.0,
             };
             let statistics = random_statistics(&spec, Seed(seed));
             ResNet::new(ResNetSpec {
@@ -130,6 +131,7 @@ fn every_column_matches(stem: Stem) {
         classes: 2,
         stem,
         statistics: None,
+        dropout: 0.0,
     };
     let statistics = random_statistics(&spec, Seed(3));
     let model = ResNet::new(ResNetSpec {
@@ -146,6 +148,44 @@ fn every_column_matches(stem: Stem) {
         checked * 10 >= 9 * all.len(),
         "{checked} of {} columns smooth",
         all.len()
+    );
+}
+
+#[test]
+fn dropout_masks_only_the_pooled_features_and_is_backpropagated() {
+    let spec = ResNetSpec {
+        input: [2, 6, 5],
+        widths: vec![3, 4],
+        blocks: vec![1, 1],
+        classes: 3,
+        ..ResNetSpec::resnet18(3)
+    }
+    .with_dropout(0.5);
+    let statistics = random_statistics(&spec, Seed(6));
+    let model = ResNet::new(ResNetSpec {
+        statistics: Some(statistics),
+        ..spec
+    })
+    .unwrap();
+    let theta = parameters(&model, Seed(7));
+    let x = images(&model, 5, Seed(8));
+    let r = randn(Seed(9), &[5, 3], DType::F64);
+    let cache = assert_dropout_is_seeded_and_backpropagated(&model, &theta, &x, &r);
+    let masked: Vec<usize> = (cache.masks.iter().enumerate())
+        .filter_map(|(l, m)| m.as_ref().map(|_| l))
+        .collect();
+    assert_eq!(
+        masked,
+        [cache.masks.len() - 1],
+        "only the classifier's input"
+    );
+    // Dropped features: some but not all of the classifier's inputs are zero.
+    let pooled = values(&cache.inputs[cache.masks.len() - 1]);
+    let zeros = pooled.iter().filter(|&&v| v == 0.0).count();
+    assert!(
+        0 < zeros && zeros < pooled.len(),
+        "{zeros} of {}",
+        pooled.len()
     );
 }
 
@@ -196,6 +236,7 @@ fn state_dict_round_trip_keeps_parameters_and_statistics() {
         classes: 3,
         stem: Stem::Cifar,
         statistics: None,
+        dropout: 0.0,
     };
     let statistics = random_statistics(&spec, Seed(1));
     let model = ResNet::new(ResNetSpec {
@@ -273,6 +314,7 @@ fn bad_specs_and_inputs_are_typed_errors() {
         classes: 2,
         stem: Stem::Cifar,
         statistics: None,
+        dropout: 0.0,
     };
     for spec in [
         ResNetSpec {
@@ -291,6 +333,7 @@ fn bad_specs_and_inputs_are_typed_errors() {
             statistics: Some(vec![BatchStatistics::identity(2)]),
             ..valid.clone()
         },
+        valid.clone().with_dropout(1.0),
     ] {
         assert!(
             matches!(ResNet::new(spec.clone()), Err(Error::InvalidConfig(_))),
