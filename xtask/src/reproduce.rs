@@ -56,7 +56,13 @@ fn parse_shard(text: &str) -> Result<(usize, usize), String> {
 fn experiment_list() -> String {
     let mut text = String::from("Experiments:\n");
     for e in bdl_experiments::experiments() {
-        text.push_str(&format!("  {:<14} {}\n", e.name(), e.reproduces()));
+        let only = if e.profiles().len() < Profile::ALL.len() {
+            let names: Vec<&str> = e.profiles().iter().map(|p| p.name()).collect();
+            format!(" [profiles: {}]", names.join(", "))
+        } else {
+            String::new()
+        };
+        text.push_str(&format!("  {:<14} {}{only}\n", e.name(), e.reproduces()));
     }
     text
 }
@@ -71,6 +77,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
         .map(bdl_experiments::listed::read)
         .transpose()?;
     for experiment in chosen {
+        if args.experiment == "all" && !experiment.profiles().contains(&args.profile) {
+            eprintln!(
+                "reproduce {}: skipped, it has no {} profile (see `cargo xtask reproduce --help`)",
+                experiment.name(),
+                args.profile.name()
+            );
+            continue;
+        }
         let dir = args.out.join(experiment.name()).join(args.profile.name());
         if let Some(text) = &methods {
             if !experiment.lists_methods() {

@@ -181,6 +181,8 @@ pub struct Entry {
     pub shards: bool,
     /// Whether it fits listed methods ([`listed`]).
     pub lists_methods: bool,
+    /// The profiles it can run in ([`Profile::ALL`] unless its data rules one out).
+    pub profiles: &'static [Profile],
 }
 
 impl Experiment for Entry {
@@ -190,6 +192,10 @@ impl Experiment for Entry {
 
     fn reproduces(&self) -> &'static str {
         self.reproduces
+    }
+
+    fn profiles(&self) -> &'static [Profile] {
+        self.profiles
     }
 
     fn run(&self, ctx: &Context) -> Result<Outcome> {
@@ -260,9 +266,13 @@ pub fn run_sharded(
 ) -> Result<(Outcome, f64)> {
     if !experiment.profiles().contains(&profile) {
         bail!(
-            "experiment {} has no {} profile",
+            "experiment {} has no {} profile (it has: {})",
             experiment.name(),
-            profile.name()
+            profile.name(),
+            (experiment.profiles().iter())
+                .map(|p| p.name())
+                .collect::<Vec<_>>()
+                .join(", ")
         );
     }
     if sharding != Sharding::All && !experiment.shards() {

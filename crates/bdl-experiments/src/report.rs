@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context as _, Result};
 use serde::{Deserialize, Serialize};
 
+use bdl_eval::metrics::MeanSe;
+use bdl_eval::plot::Panel;
+
 use crate::units::UnitCounts;
 use crate::{Claim, Profile, claim};
 
@@ -238,4 +241,15 @@ pub fn write_index(out: &Path, experiments: &[&str]) -> Result<PathBuf> {
     let path = out.join("index.md");
     write_file(&path, md.as_bytes())?;
     Ok(path)
+}
+
+/// The line of the means at `xs`, over a band of ± one standard error where every point has one.
+pub(crate) fn mean_with_band(panel: &mut Panel, xs: &[f64], stats: &[MeanSe], color: &str) {
+    if stats.iter().all(|s| s.se.is_finite()) {
+        let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
+        let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
+        panel.band(xs, &lo, &hi, color);
+    }
+    let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
+    panel.line(xs, &mean, color);
 }

@@ -44,6 +44,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: false,
+    profiles: &Profile::ALL,
 };
 
 /// One chain's results (a unit of the run).

@@ -77,6 +77,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: false,
+    profiles: &Profile::ALL,
 };
 
 /// An accuracy with the iteration count it refers to.

@@ -37,6 +37,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: false,
     lists_methods: false,
+    profiles: &crate::Profile::ALL,
 };
 
 /// Images shown, the most ambiguous first.

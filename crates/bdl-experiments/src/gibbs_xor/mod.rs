@@ -76,6 +76,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: false,
+    profiles: &Profile::ALL,
 };
 
 /// One sampler run: a network, a blocking, a variance, a data mode, several chains.

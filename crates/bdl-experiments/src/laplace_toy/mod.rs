@@ -59,6 +59,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: false,
     lists_methods: true,
+    profiles: &crate::Profile::ALL,
 };
 
 /// One method's row of `results.json`.

@@ -49,6 +49,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: true,
+    profiles: &crate::Profile::ALL,
 };
 
 /// Candidate prior precisions for the validation search: 10⁻⁴ … 10³ in half-decades.

@@ -35,7 +35,6 @@ mod report;
 mod settings;
 mod size_curve;
 
-use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
@@ -65,7 +64,7 @@ use self::settings::{SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve, Siz
 use crate::concurrency::side_by_side;
 use crate::gibbs_mnist::main_chain;
 use crate::listed::Listed;
-use crate::units::Units;
+use crate::units::{PerSeed, Units};
 use crate::{Context, Entry, Outcome};
 
 /// The experiment.
@@ -77,6 +76,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: true,
+    profiles: &crate::Profile::ALL,
 };
 
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };
@@ -377,32 +377,8 @@ struct Lenet {
     inputs: Inputs,
 }
 
-/// Every seed's MAP, trained by the first unit that needs it and shared by the others (in this
-/// process, and through the saved units with the shards of other processes and later runs).
-struct Maps<'a> {
-    slots: Vec<Mutex<Option<MapEstimate>>>,
-    /// Where a seed's MAP is saved for the other units and shards that start from it.
-    units: &'a Units,
-}
-
-impl<'a> Maps<'a> {
-    fn new(seeds: usize, units: &'a Units) -> Self {
-        Self {
-            slots: (0..seeds).map(|_| Mutex::new(None)).collect(),
-            units,
-        }
-    }
-
-    fn get(&self, seed: usize, train: impl FnOnce() -> Result<MapEstimate>) -> Result<MapEstimate> {
-        let mut slot = self.slots[seed]
-            .lock()
-            .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
-        if slot.is_none() {
-            *slot = Some(self.units.shared(&format!("map-seed-{seed}"), train)?);
-        }
-        Ok(slot.clone().expect("just set"))
-    }
-}
+/// Every seed's MAP, trained by the first unit that needs it and shared by the others.
+type Maps<'a> = PerSeed<'a, MapEstimate>;
 
 /// One unit of the run: a group of fits on one seed, the Gibbs chain, the two subnetworks
 /// of one seed at the scaled prior ([`SCALED_PRIOR`]), or the two at one size of the size curve
@@ -499,7 +475,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
             ),
         );
     }
-    let maps = Maps::new(settings.seeds, &units);
+    let maps = Maps::new("map", settings.seeds, &units);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let key = unit.key(&listed);

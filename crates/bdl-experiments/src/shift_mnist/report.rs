@@ -3,6 +3,8 @@
 
 use bdl_eval::metrics::MeanSe;
 use bdl_eval::plot::{Figure, Panel};
+
+use crate::report::mean_with_band;
 use bdl_eval::table::Table;
 
 use super::claims::subnet_claims;
@@ -249,17 +251,6 @@ pub(super) fn figure(rows: &[Row], settings: &Settings) -> Figure {
         figure = figure.panel(panel);
     }
     figure
-}
-
-/// The line of the means at `xs`, over a band of ± one standard error where every point has one.
-pub(super) fn mean_with_band(panel: &mut Panel, xs: &[f64], stats: &[MeanSe], color: &str) {
-    if stats.iter().all(|s| s.se.is_finite()) {
-        let lo: Vec<f64> = stats.iter().map(|s| s.mean - s.se).collect();
-        let hi: Vec<f64> = stats.iter().map(|s| s.mean + s.se).collect();
-        panel.band(xs, &lo, &hi, color);
-    }
-    let mean: Vec<f64> = stats.iter().map(|s| s.mean).collect();
-    panel.line(xs, &mean, color);
 }
 
 /// Reliability diagrams of every method's first run at each angle of `reliability_at`.

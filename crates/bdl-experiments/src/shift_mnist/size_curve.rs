@@ -17,7 +17,8 @@ use bdl_eval::table::Table;
 use serde::Serialize;
 
 use super::claims::ll_by_seed;
-use super::report::{Metric, averaged, error, log_lik, mean_with_band, of, short};
+use super::report::{Metric, averaged, error, log_lik, of, short};
+use crate::report::mean_with_band;
 use super::settings::{Settings, SizeCurve};
 use super::{Images, Inputs, Method, Row};
 use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};

@@ -56,6 +56,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: false,
     lists_methods: false,
+    profiles: &crate::Profile::ALL,
 };
 
 /// One training run: a method (at a KL weight) and a restart, its curves.

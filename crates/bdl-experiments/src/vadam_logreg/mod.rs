@@ -42,6 +42,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: false,
     lists_methods: false,
+    profiles: &crate::Profile::ALL,
 };
 
 /// The data sets of the experiment, each with its prior precision.

@@ -50,6 +50,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: false,
+    profiles: &crate::Profile::ALL,
 };
 
 /// λ of the actor's prior N(0, λ⁻¹ I): a standard deviation of 0.1, the scale of the initial

@@ -77,6 +77,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: true,
+    profiles: &crate::Profile::ALL,
 };
 
 /// The reference numbers of ALGORITHMS.md §A: MC dropout's RMSE and test log-likelihood (mean,
