@@ -22,6 +22,7 @@ pub mod progress;
 pub mod report;
 pub mod units;
 
+mod cifar_c;
 mod gibbs_augment;
 mod gibbs_mnist;
 mod gibbs_uq;
@@ -221,6 +222,7 @@ pub fn experiments() -> Vec<&'static dyn Experiment> {
         &laplace_toy::EXPERIMENT,
         &laplace_uci::EXPERIMENT,
         &shift_mnist::EXPERIMENT,
+        &cifar_c::EXPERIMENT,
         &vadam_convergence::EXPERIMENT,
         &vadam_logreg::EXPERIMENT,
         &vadam_rl::EXPERIMENT,

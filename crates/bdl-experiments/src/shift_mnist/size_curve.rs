@@ -18,10 +18,10 @@ use serde::Serialize;
 
 use super::claims::ll_by_seed;
 use super::report::{Metric, averaged, error, log_lik, of, short};
-use crate::report::mean_with_band;
 use super::settings::{Settings, SizeCurve};
 use super::{Images, Inputs, Method, Row};
 use crate::claim::{self, Cite, Claim, Decision, Measured, Paper, Verdict};
+use crate::report::mean_with_band;
 
 /// The paper's statement the claims test.
 const SIZE_CURVE: Cite = Cite {
