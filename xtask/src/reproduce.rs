@@ -35,6 +35,10 @@ pub(crate) struct ReproduceArgs {
     /// shift-mnist, laplace-uci); saved as `methods.json` in the run's folder, which later runs there read.
     #[arg(long)]
     methods: Option<PathBuf>,
+    /// Where the networks and data go: cpu, or cuda:N for CUDA device N (experiments that run
+    /// on any device: cifar-c; needs `cargo run -p xtask --features cuda -- reproduce …`).
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 /// `K/N` with 1 ≤ K ≤ N.
@@ -73,6 +77,7 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
         "all" => bdl_experiments::experiments(),
         name => vec![bdl_experiments::find(name)?],
     };
+    let device = bdl_experiments::device(&args.device)?;
     let methods = (args.methods.as_deref())
         .map(bdl_experiments::listed::read)
         .transpose()?;
@@ -107,8 +112,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
             (None, true) => Sharding::Merge,
             (None, false) => Sharding::All,
         };
-        let (outcome, wall) =
-            bdl_experiments::run_sharded(experiment, args.profile, &args.out, false, sharding)?;
+        let (outcome, wall) = bdl_experiments::run_on(
+            experiment,
+            args.profile,
+            &args.out,
+            false,
+            sharding,
+            device.clone(),
+        )?;
         if let Some(shard) = &outcome.shard {
             eprintln!(
                 "reproduce {}: shard {} of {} computed {} of {} units in {wall:.1} s",

@@ -39,8 +39,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use anyhow::{Context as _, Result, bail};
+use candle_core::Device;
 use serde::{Deserialize, Serialize};
 
+pub use bdl_tensor::device;
 pub use claim::{Claim, Verdict};
 pub use report::Outcome;
 
@@ -96,6 +98,9 @@ pub struct Context {
     pub sharding: Sharding,
     /// The saved units this run computed and read back, for its report.
     pub tally: std::sync::Arc<units::Tally>,
+    /// Where the experiment puts its networks and data (the CPU unless it runs on any device,
+    /// [`Experiment::any_device`]).
+    pub device: Device,
 }
 
 impl Context {
@@ -146,6 +151,12 @@ pub trait Experiment: Sync {
     fn lists_methods(&self) -> bool {
         false
     }
+
+    /// Whether it puts its networks and data on [`Context::device`] (a GPU), rather than
+    /// always on the CPU.
+    fn any_device(&self) -> bool {
+        false
+    }
 }
 
 /// How a run takes part in a run spread over machines.
@@ -184,6 +195,8 @@ pub struct Entry {
     pub lists_methods: bool,
     /// The profiles it can run in ([`Profile::ALL`] unless its data rules one out).
     pub profiles: &'static [Profile],
+    /// Whether it runs on [`Context::device`].
+    pub any_device: bool,
 }
 
 impl Experiment for Entry {
@@ -209,6 +222,10 @@ impl Experiment for Entry {
 
     fn lists_methods(&self) -> bool {
         self.lists_methods
+    }
+
+    fn any_device(&self) -> bool {
+        self.any_device
     }
 }
 
@@ -266,6 +283,34 @@ pub fn run_sharded(
     quiet: bool,
     sharding: Sharding,
 ) -> Result<(Outcome, f64)> {
+    run_on(experiment, profile, out, quiet, sharding, Device::Cpu)
+}
+
+/// [`run_sharded`] with the experiment's networks and data on `device` (`cargo xtask
+/// reproduce --device cuda:0`; [`bdl_tensor::device`] reads the name).
+///
+/// Errors as [`run_sharded`], and when `device` is not the CPU for an experiment that runs on
+/// the CPU only ([`Experiment::any_device`]).
+pub fn run_on(
+    experiment: &dyn Experiment,
+    profile: Profile,
+    out: &Path,
+    quiet: bool,
+    sharding: Sharding,
+    device: Device,
+) -> Result<(Outcome, f64)> {
+    if !device.is_cpu() && !experiment.any_device() {
+        bail!(
+            "experiment {} runs on the CPU only (experiments that run on any device: {})",
+            experiment.name(),
+            experiments()
+                .iter()
+                .filter(|e| e.any_device())
+                .map(|e| e.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     if !experiment.profiles().contains(&profile) {
         bail!(
             "experiment {} has no {} profile (it has: {})",
@@ -308,6 +353,7 @@ pub fn run_sharded(
         quiet,
         sharding,
         tally: Default::default(),
+        device,
     };
     let start = Instant::now();
     let outcome = experiment.run(&ctx).with_context(|| {

@@ -237,6 +237,7 @@ mod tests {
             quiet: true,
             sharding: Sharding::All,
             tally: Default::default(),
+            device: candle_core::Device::Cpu,
         }
     }
 

@@ -53,6 +53,6 @@ pub use pool::{recycle, recycled};
 pub use rand_chacha::ChaCha8Rng;
 pub use real::{Real, vector_bytes, vectorized};
 pub use rng::{Seed, bernoulli, bernoulli_values, normal, uniform};
-pub use route::{host_kernels, with_candle_ops};
+pub use route::{device, host_kernels, with_candle_ops};
 pub use rows::select_rows;
 pub use threads::{Threads, current_threads};

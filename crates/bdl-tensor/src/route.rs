@@ -44,6 +44,38 @@ pub fn with_candle_ops<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
+/// The device a command line names: `cpu`, or `cuda` / `cuda:N` for CUDA device N (0 when
+/// omitted). A CUDA device needs a build with the `cuda` feature; without it, or without the
+/// device, the error says so.
+///
+/// ```
+/// assert!(bdl_tensor::device("cpu").unwrap().is_cpu());
+/// assert!(bdl_tensor::device("tpu").is_err());
+/// # #[cfg(not(feature = "cuda"))]
+/// assert!(bdl_tensor::device("cuda:0").unwrap_err().to_string().contains("--features cuda"));
+/// ```
+pub fn device(name: &str) -> crate::Result<Device> {
+    let invalid = |why: String| crate::Error::InvalidArgument(format!("device `{name}`: {why}"));
+    let ordinal = match name.trim() {
+        "cpu" => return Ok(Device::Cpu),
+        "cuda" => 0,
+        other => match other.strip_prefix("cuda:") {
+            Some(n) => n
+                .parse::<usize>()
+                .map_err(|_| invalid(format!("`{n}` is not a device number")))?,
+            None => return Err(invalid("expected cpu, cuda or cuda:N".into())),
+        },
+    };
+    Device::new_cuda(ordinal).map_err(|e| {
+        let hint = if cfg!(feature = "cuda") {
+            ""
+        } else {
+            " (build with `--features cuda`, which needs the CUDA toolkit)"
+        };
+        invalid(format!("{e}{hint}"))
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -64,5 +96,21 @@ mod tests {
             let other = std::thread::spawn(|| host_kernels(&Device::Cpu));
             assert!(other.join().unwrap());
         });
+    }
+
+    #[test]
+    fn device_names_parse_or_say_why_not() {
+        assert!(device("cpu").unwrap().is_cpu());
+        assert!(device(" cpu ").unwrap().is_cpu());
+        for bad in ["gpu", "cuda:x", "cuda:-1", "cuda0", ""] {
+            let err = device(bad).unwrap_err().to_string();
+            assert!(err.contains(&format!("`{bad}`")), "{err}");
+        }
+        if !cfg!(feature = "cuda") {
+            for name in ["cuda", "cuda:1"] {
+                let err = device(name).unwrap_err().to_string();
+                assert!(err.contains("--features cuda"), "{err}");
+            }
+        }
     }
 }

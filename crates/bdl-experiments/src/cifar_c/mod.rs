@@ -22,9 +22,11 @@
 //!
 //! Profiles: **smoke** runs every method end to end on seeded synthetic images of CIFAR-10's
 //! layout with a two-stage ResNet (numbers meaningless; `cargo test` runs it); **paper** reads
-//! the archives of `cargo xtask fetch cifar10` and `cargo xtask fetch cifar10-c` and wants a GPU for its ResNet-18 fits
-//! (on this project's CPU machine the subnetwork's GGN alone would take about a day per seed:
-//! docs/REPRODUCTION.md). There is no quick profile: no slice of CIFAR-10 is shipped in
+//! the archives of `cargo xtask fetch cifar10` and `cargo xtask fetch cifar10-c` and wants a
+//! GPU for its ResNet-18 fits (`--device cuda:N`: networks, parameters and images go to
+//! `ctx.device`; the host-side parts, faer's factorisations, copy to the CPU explicitly). On
+//! this project's CPU machine the subnetwork's GGN alone would take about a day per seed
+//! (docs/REPRODUCTION.md). There is no quick profile: no slice of CIFAR-10 is shipped in
 //! `fixtures/` (the 170 MB archive cannot be in the repository, and no redistributable slice
 //! is in the shared data).
 
@@ -70,6 +72,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
     profiles: &[Profile::Smoke, Profile::Paper],
+    any_device: true,
 };
 
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };
@@ -175,12 +178,34 @@ struct Row {
     eval_s: f64,
 }
 
+/// Images `x` and labels `y` on the run's device.
+struct Part {
+    x: Tensor,
+    y: Tensor,
+}
+
+impl Part {
+    /// `set`'s images standardised by `scale` and its labels, on `device`.
+    fn of(set: &Dataset, scale: &Standardizer, device: &Device) -> Result<Self> {
+        Ok(Self {
+            x: scale.transform(set.x())?.to_device(device)?,
+            y: set.y().to_device(device)?,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.y.dims()[0]
+    }
+}
+
 /// The training parts, standardised, and what the evaluation reads.
 struct Data {
-    fit: Dataset,
-    val: Dataset,
+    fit: Part,
+    val: Part,
     source: Source,
     scale: Standardizer,
+    /// Where the networks, parameters and images go (`ctx.device`).
+    device: Device,
 }
 
 impl Data {
@@ -201,11 +226,13 @@ impl Data {
         let fit = train.select(&(0..n_fit).collect::<Vec<_>>())?;
         let val = train.select(&(n_fit..train.len()).collect::<Vec<_>>())?;
         let scale = per_channel(fit.x())?;
+        let device = ctx.device.clone();
         Ok(Self {
-            fit: fit.with_x(scale.transform(fit.x())?)?,
-            val: val.with_x(scale.transform(val.x())?)?,
+            fit: Part::of(&fit, &scale, &device)?,
+            val: Part::of(&val, &scale, &device)?,
             source,
             scale,
+            device,
         })
     }
 }
@@ -302,18 +329,18 @@ fn map_config(settings: &Settings, seed: Seed) -> MapConfig {
 }
 
 /// The run's ResNet with dropout probability `p` on its pooled features, and its
-/// initialisation θ₀ seeded from `root`.
-fn resnet(settings: &Settings, p: f64, root: Seed) -> Result<(Network, Tensor)> {
+/// initialisation θ₀ seeded from `root`, on `device`.
+fn resnet(settings: &Settings, p: f64, root: Seed, device: &Device) -> Result<(Network, Tensor)> {
     let net = Network::from(ResNet::new(settings.network.clone().with_dropout(p))?);
-    let theta0 = net.init(root.fork("init"), DType::F32, &Device::Cpu)?;
+    let theta0 = net.init(root.fork("init"), DType::F32, device)?;
     Ok((net, theta0))
 }
 
 /// A seed's MAP on the fit part: the θ every method but MC dropout and the ensemble starts from.
 fn train_resnet(data: &Data, settings: &Settings, root: Seed) -> Result<MapEstimate> {
-    let (net, theta0) = resnet(settings, 0.0, root)?;
+    let (net, theta0) = resnet(settings, 0.0, root, &data.device)?;
     let config = map_config(settings, root.fork("map")).check()?;
-    let (x, y) = (data.fit.x(), data.fit.y());
+    let (x, y) = (&data.fit.x, &data.fit.y);
     Ok(train_map(&net, &theta0, LIKELIHOOD, x, y, &config)?.estimate)
 }
 
@@ -409,7 +436,7 @@ fn fit_group(
     let root = seed_root(seed);
     let map = || maps.get(seed, || train_resnet(data, settings, root));
     let n_fit = data.fit.len();
-    let (x, y) = (data.fit.x(), data.fit.y());
+    let (x, y) = (&data.fit.x, &data.fit.y);
     let mut rows = Vec::new();
     for &method in group {
         let fitted = |problem: &Problem<'_>| -> Result<Row> {
@@ -432,13 +459,13 @@ fn fit_group(
                     Method::McDropout => (settings.dropout, root.fork("dropout")),
                     _ => (0.0, root),
                 };
-                let (net, theta0) = resnet(settings, p, root)?;
+                let (net, theta0) = resnet(settings, p, root, &data.device)?;
                 fitted(&Problem::new(&net, &theta0, LIKELIHOOD, x, y))?
             }
             _ => {
                 let map = map()?;
                 let problem = Problem::new(map.network(), map.theta(), LIKELIHOOD, x, y)
-                    .with_validation(data.val.x(), data.val.y());
+                    .with_validation(&data.val.x, &data.val.y);
                 fitted(&problem)?
             }
         });
@@ -456,7 +483,8 @@ fn options(seed: usize, settings: &Settings) -> PredictOptions {
     }
 }
 
-/// The four scores of `post` on the images `set` (raw pixels, standardised here).
+/// The four scores of `post` on the images `set` (raw pixels, standardised and moved to the
+/// run's device here).
 fn scores_on(
     post: &dyn Posterior,
     set: &Dataset,
@@ -464,14 +492,13 @@ fn scores_on(
     options: &PredictOptions,
     settings: &Settings,
 ) -> Result<[f64; 4]> {
-    let x = data.scale.transform(set.x())?;
+    let Part { x, y } = Part::of(set, &data.scale, &data.device)?;
     let pred = post.predictive(&x, options)?;
-    let labels = set.y();
     Ok([
-        metrics::mean_log_lik(&pred, labels)?,
-        1.0 - metrics::accuracy(&pred, labels)?,
-        metrics::expected_calibration_error(&pred, labels, settings.ece_bins)?,
-        metrics::brier(&pred, labels)?,
+        metrics::mean_log_lik(&pred, &y)?,
+        1.0 - metrics::accuracy(&pred, &y)?,
+        metrics::expected_calibration_error(&pred, &y, settings.ece_bins)?,
+        metrics::brier(&pred, &y)?,
     ])
 }
 

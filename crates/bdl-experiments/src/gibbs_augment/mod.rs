@@ -45,6 +45,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
     profiles: &Profile::ALL,
+    any_device: false,
 };
 
 /// One chain's results (a unit of the run).

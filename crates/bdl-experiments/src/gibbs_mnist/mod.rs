@@ -78,6 +78,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
     profiles: &Profile::ALL,
+    any_device: false,
 };
 
 /// An accuracy with the iteration count it refers to.

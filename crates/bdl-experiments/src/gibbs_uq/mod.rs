@@ -38,6 +38,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: false,
     lists_methods: false,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// Images shown, the most ambiguous first.

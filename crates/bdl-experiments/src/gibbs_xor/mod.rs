@@ -77,6 +77,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
     profiles: &Profile::ALL,
+    any_device: false,
 };
 
 /// One sampler run: a network, a blocking, a variance, a data mode, several chains.

@@ -60,6 +60,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: false,
     lists_methods: true,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// One method's row of `results.json`.

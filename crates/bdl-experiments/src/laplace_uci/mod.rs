@@ -50,6 +50,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: true,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// Candidate prior precisions for the validation search: 10⁻⁴ … 10³ in half-decades.

@@ -77,6 +77,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: true,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };

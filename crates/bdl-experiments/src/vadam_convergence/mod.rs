@@ -57,6 +57,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: false,
     lists_methods: false,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// One training run: a method (at a KL weight) and a restart, its curves.

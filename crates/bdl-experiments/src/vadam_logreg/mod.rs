@@ -43,6 +43,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: false,
     lists_methods: false,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// The data sets of the experiment, each with its prior precision.

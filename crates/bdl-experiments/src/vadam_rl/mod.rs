@@ -51,6 +51,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: false,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// λ of the actor's prior N(0, λ⁻¹ I): a standard deviation of 0.1, the scale of the initial

@@ -78,6 +78,7 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     shards: true,
     lists_methods: true,
     profiles: &crate::Profile::ALL,
+    any_device: false,
 };
 
 /// The reference numbers of ALGORITHMS.md §A: MC dropout's RMSE and test log-likelihood (mean,
