@@ -222,6 +222,39 @@ impl Units {
     }
 }
 
+/// One posterior per seed (each seed's MAP, in practice), fitted by the first unit that needs it
+/// and shared by the others: in this process through its slot, and with the shards of other
+/// processes and later runs through [`Units::shared`] under `<name>-seed-<seed>`.
+pub(crate) struct PerSeed<'a, P> {
+    name: &'static str,
+    slots: Vec<Mutex<Option<P>>>,
+    units: &'a Units,
+}
+
+impl<'a, P: Posterior + Clone> PerSeed<'a, P> {
+    /// Empty slots for `seeds` seeds, saved (where `units` saves) as `<name>-seed-<seed>`.
+    pub(crate) fn new(name: &'static str, seeds: usize, units: &'a Units) -> Self {
+        Self {
+            name,
+            slots: (0..seeds).map(|_| Mutex::new(None)).collect(),
+            units,
+        }
+    }
+
+    /// Seed `seed`'s posterior: from its slot, else read back or `fit()` by [`Units::shared`].
+    /// A second caller for the same seed waits for the first one's fit.
+    pub(crate) fn get(&self, seed: usize, fit: impl FnOnce() -> Result<P>) -> Result<P> {
+        let mut slot = self.slots[seed]
+            .lock()
+            .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
+        if slot.is_none() {
+            let key = format!("{}-seed-{seed}", self.name);
+            *slot = Some(self.units.shared(&key, fit)?);
+        }
+        Ok(slot.clone().expect("just set"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::cell::Cell;
@@ -328,38 +361,5 @@ mod tests {
         map(&quick, 5);
         assert_eq!(fits.get(), 4);
         std::fs::remove_dir_all(&dir).unwrap();
-    }
-}
-
-/// One posterior per seed (each seed's MAP, in practice), fitted by the first unit that needs it
-/// and shared by the others: in this process through its slot, and with the shards of other
-/// processes and later runs through [`Units::shared`] under `<name>-seed-<seed>`.
-pub(crate) struct PerSeed<'a, P> {
-    name: &'static str,
-    slots: Vec<Mutex<Option<P>>>,
-    units: &'a Units,
-}
-
-impl<'a, P: Posterior + Clone> PerSeed<'a, P> {
-    /// Empty slots for `seeds` seeds, saved (where `units` saves) as `<name>-seed-<seed>`.
-    pub(crate) fn new(name: &'static str, seeds: usize, units: &'a Units) -> Self {
-        Self {
-            name,
-            slots: (0..seeds).map(|_| Mutex::new(None)).collect(),
-            units,
-        }
-    }
-
-    /// Seed `seed`'s posterior: from its slot, else read back or `fit()` by [`Units::shared`].
-    /// A second caller for the same seed waits for the first one's fit.
-    pub(crate) fn get(&self, seed: usize, fit: impl FnOnce() -> Result<P>) -> Result<P> {
-        let mut slot = self.slots[seed]
-            .lock()
-            .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
-        if slot.is_none() {
-            let key = format!("{}-seed-{seed}", self.name);
-            *slot = Some(self.units.shared(&key, fit)?);
-        }
-        Ok(slot.clone().expect("just set"))
     }
 }
