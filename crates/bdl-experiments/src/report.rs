@@ -4,10 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context as _, Result};
-use serde::{Deserialize, Serialize};
-
 use bdl_eval::metrics::MeanSe;
 use bdl_eval::plot::Panel;
+use serde::{Deserialize, Serialize};
 
 use crate::units::UnitCounts;
 use crate::{Claim, Profile, claim};

@@ -24,6 +24,12 @@
 //! - blocked Gibbs on the MLP 784-10-10-10-10 of `gibbs-mnist` (LeNet-5 is not an MLP): that
 //!   experiment's main chain on MNIST, its Bayesian marginal over the draws of its prediction
 //!   window; one chain, so no band.
+//! - the ResNet rows ([`ResnetRows`], smoke and paper profiles): the paper's own architecture,
+//!   ResNet-18 on 1 × 28 × 28 images in the paper profile, its MAP trained as LeNet-5's, with
+//!   its diagonal Laplace, SWAG and both subnetworks at the paper's 42,438 weights, λ chosen on
+//!   the validation images. `--device cuda:N` puts these rows' networks and data on the GPU
+//!   (everything else stays on the CPU); the paper profile has them only there, since on the
+//!   CPU a ResNet-18 over 58,000 images takes days.
 //!
 //! Sampling-based predictives average 16 samples (the paper's setting); the chain averages every
 //! draw of its window. Metrics at every angle: test log-likelihood, error, ECE (15 bins), Brier;
@@ -52,20 +58,23 @@ use bdl_mcmc::Keep;
 use bdl_methods::{
     Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule, VariancesFrom, VariationalSpec,
 };
-use bdl_models::{Cnn, CnnSpec, Model as _, Network};
+use bdl_models::{Cnn, CnnSpec, Model as _, Network, ResNet};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use self::claims::claims;
-use self::report::{body, figure, present, reliability_figure};
-use self::settings::{SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve, SizeCurveSettings};
+use self::report::{body, figure, present, reliability_figure, resnet_note};
+use self::settings::{
+    ResnetRows, ResnetSettings, SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve,
+    SizeCurveSettings,
+};
 use crate::concurrency::side_by_side;
 use crate::gibbs_mnist::main_chain;
 use crate::listed::Listed;
 use crate::units::{PerSeed, Units};
-use crate::{Context, Entry, Outcome};
+use crate::{Context, Entry, Outcome, Profile};
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {
@@ -76,8 +85,8 @@ pub(crate) const EXPERIMENT: Entry = Entry {
     run,
     shards: true,
     lists_methods: true,
-    profiles: &crate::Profile::ALL,
-    any_device: false,
+    profiles: &Profile::ALL,
+    any_device: true,
 };
 
 const LIKELIHOOD: Likelihood = Likelihood::Categorical { classes: 10 };
@@ -170,12 +179,39 @@ impl Method {
 /// Colours of the listed methods' lines, after the [`PALETTE`] the experiment's own take.
 const LISTED_PALETTE: [&str; 5] = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
 
+/// The ResNet rows' methods ([`ResnetRows`]), in table order, and their lines' colours.
+const RESNET_METHODS: [Method; 5] = [
+    Method::Map,
+    Method::DiagLaplace,
+    Method::Swag,
+    Method::SubnetWasserstein,
+    Method::SubnetRandom,
+];
+const RESNET_PALETTE: [&str; 5] = ["#6b6ecf", "#b5cf6b", "#e7ba52", "#d6616b", "#ce6dbd"];
+
+/// The ResNet rows' fits of one seed, one unit each, as [`GROUPS`].
+const RESNET_GROUPS: [&[Method]; 3] = [
+    &[Method::Map],
+    &[Method::DiagLaplace],
+    &[
+        Method::Swag,
+        Method::SubnetWasserstein,
+        Method::SubnetRandom,
+    ],
+];
+
 /// A row's method: one of the experiment's own, or a listed one (`crate::listed`) by label.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]
 enum Key {
     Own(Method),
-    Listed { listed: String },
+    Listed {
+        listed: String,
+    },
+    /// One of the ResNet rows ([`ResnetRows`]).
+    Resnet {
+        resnet: Method,
+    },
 }
 
 impl Key {
@@ -183,6 +219,14 @@ impl Key {
         match self {
             Self::Own(m) => m.name(),
             Self::Listed { listed } => listed,
+            Self::Resnet { resnet } => match resnet {
+                Method::Map => "ResNet MAP",
+                Method::DiagLaplace => "ResNet diagonal Laplace",
+                Method::SubnetWasserstein => "ResNet subnetwork Laplace (Wasserstein)",
+                Method::SubnetRandom => "ResNet subnetwork Laplace (random)",
+                Method::Swag => "ResNet SWAG",
+                _ => "ResNet (a method of no ResNet row)",
+            },
         }
     }
 
@@ -190,6 +234,7 @@ impl Key {
         match self {
             Self::Own(m) => m.model(),
             Self::Listed { .. } => "LeNet-5",
+            Self::Resnet { .. } => "ResNet",
         }
     }
 
@@ -204,6 +249,10 @@ impl Key {
                     .filter(|k| matches!(k, Self::Listed { .. }));
                 let i = listed.take_while(|k| k != self).count();
                 LISTED_PALETTE[i % LISTED_PALETTE.len()]
+            }
+            Self::Resnet { resnet } => {
+                let i = RESNET_METHODS.iter().position(|m| m == resnet);
+                RESNET_PALETTE[i.unwrap_or(0)]
             }
         }
     }
@@ -369,10 +418,34 @@ impl Inputs {
             fashion: scale.transform(images.fashion.x())?,
         })
     }
+
+    /// The same inputs on `device`.
+    fn to_device(&self, device: &Device) -> Result<Self> {
+        Ok(Self {
+            angles: self.angles.clone(),
+            rotated: (self.rotated.iter())
+                .map(|x| x.to_device(device))
+                .collect::<candle_core::Result<_>>()?,
+            labels: self.labels.to_device(device)?,
+            fashion: self.fashion.to_device(device)?,
+        })
+    }
 }
 
-/// The LeNet-5 side: standardised training parts and evaluation inputs.
-struct Lenet {
+impl Prepared {
+    /// The same parts and inputs on `device`.
+    fn to_device(&self, device: &Device) -> Result<Self> {
+        Ok(Self {
+            fit: self.fit.to_device(device)?,
+            val: self.val.to_device(device)?,
+            inputs: self.inputs.to_device(device)?,
+        })
+    }
+}
+
+/// One network's side: the standardised training parts and evaluation inputs, on its device
+/// (LeNet-5's on the CPU, the ResNet rows' on the run's device).
+struct Prepared {
     fit: Dataset,
     val: Dataset,
     inputs: Inputs,
@@ -403,6 +476,11 @@ enum Unit {
         seed: usize,
         index: usize,
     },
+    /// Group `group` of the ResNet rows ([`RESNET_GROUPS`]) on one seed.
+    Resnet {
+        seed: usize,
+        group: usize,
+    },
 }
 
 impl Unit {
@@ -416,6 +494,10 @@ impl Unit {
                 let first = serde_json::to_value(GROUPS[group][0]).expect("a name");
                 format!("seed-{seed}-{}", first.as_str().expect("a string"))
             }
+            Self::Resnet { seed, group } => {
+                let first = serde_json::to_value(RESNET_GROUPS[group][0]).expect("a name");
+                format!("seed-{seed}-resnet-{}", first.as_str().expect("a string"))
+            }
         }
     }
 }
@@ -424,7 +506,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile);
     let images = Images::load(ctx, &settings)?;
     let scale = Standardizer::fit_global(images.fit.x())?;
-    let lenet = Lenet {
+    let lenet = Prepared {
         fit: images.fit.with_x(scale.transform(images.fit.x())?)?,
         val: images.val.with_x(scale.transform(images.val.x())?)?,
         inputs: Inputs::new(&images, &scale, &settings.angles)?,
@@ -463,7 +545,31 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .iter()
         .map(|l| Units::new(ctx, &l.settings(&settings)))
         .collect::<Result<_>>()?;
-    let total = all.len() + scaled.len() + curve_units.len() + listed.len() * settings.seeds;
+    let resnet = ResnetRows::of(ctx.profile, !ctx.device.is_cpu());
+    let resnet_side = match &resnet {
+        Some(_) => Some(lenet.to_device(&ctx.device)?),
+        None => None,
+    };
+    let resnet_all: Vec<Unit> = match &resnet {
+        Some(_) => (0..settings.seeds)
+            .flat_map(|seed| {
+                (0..RESNET_GROUPS.len()).map(move |group| Unit::Resnet { seed, group })
+            })
+            .collect(),
+        None => Vec::new(),
+    };
+    let resnet_units = Units::new(
+        ctx,
+        &ResnetSettings {
+            settings: &settings,
+            resnet: resnet.as_ref(),
+        },
+    )?;
+    let total = all.len()
+        + scaled.len()
+        + curve_units.len()
+        + listed.len() * settings.seeds
+        + resnet_all.len();
     let mut mine = units.share(all);
     mine.extend(scaled_units.share(scaled));
     mine.extend(size_units.share(curve_units));
@@ -476,7 +582,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
             ),
         );
     }
+    mine.extend(resnet_units.share(resnet_all));
     let maps = Maps::new("map", settings.seeds, &units);
+    let resnet_maps = Maps::new("resnet-map", settings.seeds, &resnet_units);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let key = unit.key(&listed);
@@ -499,6 +607,20 @@ fn run(ctx: &Context) -> Result<Outcome> {
             Unit::Listed { seed, index } => listed_units[index].get_or_run(&key, || {
                 fit_listed(&lenet, &settings, &maps, seed, &listed[index]).map(|row| vec![row])
             }),
+            Unit::Resnet { seed, group } => resnet_units.get_or_run(&key, || {
+                let rows = resnet
+                    .as_ref()
+                    .context("a ResNet unit has its rows' settings")?;
+                let side = resnet_side.as_ref().context("and its data")?;
+                fit_resnet(
+                    side,
+                    &settings,
+                    rows,
+                    &resnet_maps,
+                    seed,
+                    RESNET_GROUPS[group],
+                )
+            }),
         }?;
         bar.inc(1);
         Ok(rows)
@@ -508,7 +630,15 @@ fn run(ctx: &Context) -> Result<Outcome> {
         return Ok(shard);
     }
     let rows: Vec<Row> = per_unit.into_iter().flatten().collect();
-    outcome(rows, &settings, &listed, &curve, &lenet)
+    outcome(
+        rows,
+        &settings,
+        &listed,
+        &curve,
+        resnet.as_ref(),
+        ctx.profile,
+        &lenet,
+    )
 }
 
 /// The run's outcome from every unit's rows: the main rows' tables, claims and figures, and the
@@ -518,18 +648,28 @@ fn outcome(
     settings: &Settings,
     listed: &[Listed],
     curve: &SizeCurve,
-    lenet: &Lenet,
+    resnet: Option<&ResnetRows>,
+    profile: Profile,
+    lenet: &Prepared,
 ) -> Result<Outcome> {
     let (curve_rows, rows): (Vec<Row>, Vec<Row>) =
         (all_rows.iter().cloned()).partition(|r| r.subnet_size.is_some());
     let points = size_curve::points(&rows, curve_rows, settings, curve);
+    let mut recorded = serde_json::to_value(size_curve::with_curve(
+        &crate::listed::with_listed(settings, listed),
+        curve,
+    ))?;
+    if let Some(resnet) = resnet {
+        recorded["resnet_rows"] = serde_json::to_value(resnet)?;
+    }
     Ok(Outcome::new(
         "shift-mnist: rotated MNIST and Fashion-MNIST as OOD, every method side by side",
-        &size_curve::with_curve(&crate::listed::with_listed(settings, listed), curve),
+        &recorded,
         &all_rows,
     )?
     .body(
         body(&rows, settings, lenet)
+            + &resnet_note(resnet, profile)
             + &size_curve::section(&points, curve)
             + &crate::listed::section("shift-mnist", "each seed's MAP", listed),
     )
@@ -568,7 +708,7 @@ fn default_listed(settings: &Settings, n_fit: usize) -> Result<Vec<MethodSpec>> 
 /// Listed method `listed` on seed `seed`: `bdl_methods::fit` from the seed's MAP, with the
 /// validation images for the methods that choose a setting on them.
 fn fit_listed(
-    data: &Lenet,
+    data: &Prepared,
     settings: &Settings,
     maps: &Maps<'_>,
     seed: usize,
@@ -638,16 +778,60 @@ fn lenet5(p: f64, root: Seed) -> Result<(Network, Tensor)> {
 
 /// A seed's MAP of LeNet-5 on the fit part, from the seeded initialisation: the θ every
 /// method but MC dropout and the ensemble starts from.
-fn train_lenet(data: &Lenet, settings: &Settings, root: Seed) -> Result<MapEstimate> {
+fn train_lenet(data: &Prepared, settings: &Settings, root: Seed) -> Result<MapEstimate> {
     let (net, theta0) = lenet5(0.0, root)?;
+    train_from(&net, &theta0, data, settings, root)
+}
+
+/// The MAP of `net` from θ₀ on the fit part, with the MAP configuration of the seed `root`
+/// roots.
+fn train_from(
+    net: &Network,
+    theta0: &Tensor,
+    data: &Prepared,
+    settings: &Settings,
+    root: Seed,
+) -> Result<MapEstimate> {
     let config = map_config(settings, root.fork("map")).check()?;
     let (x, y) = (data.fit.x(), data.fit.y());
-    Ok(train_map(&net, &theta0, LIKELIHOOD, x, y, &config)?.estimate)
+    Ok(train_map(net, theta0, LIKELIHOOD, x, y, &config)?.estimate)
+}
+
+/// The rows of one group of ResNet fits on one seed ([`ResnetRows`]): the seed's ResNet MAP
+/// (trained as LeNet-5's, on `data`'s device, from streams of its own) and each method's spec
+/// fitted from it, subnetworks of the rows' size.
+fn fit_resnet(
+    data: &Prepared,
+    settings: &Settings,
+    resnet: &ResnetRows,
+    maps: &Maps<'_>,
+    seed: usize,
+    group: &[Method],
+) -> Result<Vec<Row>> {
+    let root = seed_root(seed).fork("resnet");
+    let start = Instant::now();
+    let map = maps.get(seed, || {
+        let net = Network::from(ResNet::new(resnet.network.clone())?);
+        let theta0 = net.init(root.fork("init"), DType::F32, data.fit.x().device())?;
+        train_from(&net, &theta0, data, settings, root)
+    })?;
+    let map_s = start.elapsed().as_secs_f64();
+    let (n_fit, d) = (data.fit.len(), map.network().layout().len());
+    let (subnet, inputs) = (resnet.subnet_size, &data.inputs);
+    (group.iter())
+        .map(|&method| {
+            let key = Key::Resnet { resnet: method };
+            match spec(method, settings, subnet, n_fit, d, root) {
+                None => score(key, &map, Some(seed), None, map_s, inputs, settings),
+                Some(spec) => fit_row(key, &spec, &from_map(&map, data), seed, inputs, settings),
+            }
+        })
+        .collect()
 }
 
 /// The problem of every method that starts from a seed's MAP: the fit part, and the
 /// validation images on which the Laplace family chooses λ.
-fn from_map<'a>(map: &'a MapEstimate, data: &'a Lenet) -> Problem<'a> {
+fn from_map<'a>(map: &'a MapEstimate, data: &'a Prepared) -> Problem<'a> {
     Problem::new(
         map.network(),
         map.theta(),
@@ -745,7 +929,7 @@ fn spec(
 /// members' own initialisations), from a fresh LeNet-5; subnetworks of `subnet` weights, every
 /// row scored on `inputs`.
 fn fit_group(
-    data: &Lenet,
+    data: &Prepared,
     settings: &Settings,
     maps: &Maps<'_>,
     seed: usize,
@@ -798,7 +982,7 @@ fn fit_group(
 /// ([`SCALED_PRIOR`]), each its full-covariance Laplace at that λ alone (the seeds of the main
 /// rows), scored on `inputs`.
 fn scaled_prior(
-    data: &Lenet,
+    data: &Prepared,
     settings: &Settings,
     maps: &Maps<'_>,
     seed: usize,
@@ -1059,6 +1243,38 @@ mod tests {
             r.scores.iter_mut().for_each(|s| s.log_lik = -0.8);
         }
         assert_eq!(verdicts(&r), [Holds, Holds, Holds, Holds]);
+
+        // The ResNet rows add their own claim, on their own rows alone.
+        let resnet = |m, seed, ll: f64| Row {
+            method: Key::Resnet { resnet: m },
+            ..row(m, seed, &[ll, ll])
+        };
+        let mut r = rows(-0.5, -0.9, -0.7);
+        for seed in 0..3 {
+            let jitter = 0.01 * seed as f64;
+            r.push(resnet(Method::SubnetWasserstein, seed, -0.6 + jitter));
+            for m in [
+                Method::Map,
+                Method::DiagLaplace,
+                Method::Swag,
+                Method::SubnetRandom,
+            ] {
+                r.push(resnet(m, seed, -0.8));
+            }
+        }
+        assert_eq!(verdicts(&r), [Holds, Holds, Holds]);
+        // The LeNet rows' ensemble at −0.4 breaks only the LeNet claim; a ResNet SWAG above
+        // the ResNet subnetwork breaks only the ResNet one.
+        for r in r.iter_mut().filter(|r| r.method == Method::Ensemble) {
+            r.scores.iter_mut().for_each(|s| s.log_lik = -0.4);
+        }
+        let swag = Key::Resnet {
+            resnet: Method::Swag,
+        };
+        for r in r.iter_mut().filter(|r| r.method == swag) {
+            r.scores.iter_mut().for_each(|s| s.log_lik = -0.3);
+        }
+        assert_eq!(verdicts(&r), [Fails, Holds, Fails]);
     }
 
     #[test]
@@ -1075,6 +1291,10 @@ mod tests {
             .chain((0..3).map(|seed| Unit::ScaledPrior { seed }.key(&listed)))
             .chain((0..3).map(|seed| Unit::SizeCurve { seed, size: 250 }.key(&listed)))
             .chain((0..3).map(|seed| Unit::Listed { seed, index: 0 }.key(&listed)))
+            .chain((0..3).flat_map(|seed| {
+                let listed = &listed;
+                (0..RESNET_GROUPS.len()).map(move |group| Unit::Resnet { seed, group }.key(listed))
+            }))
             .collect();
         assert_eq!(keys[1], "seed-0-map");
         let n = keys.len();
@@ -1091,5 +1311,10 @@ mod tests {
             let groups = GROUPS.iter().filter(|g| g.contains(&m)).count();
             assert_eq!(groups, usize::from(!own_unit.contains(&m)), "{m:?}");
         }
+        for m in RESNET_METHODS {
+            let groups = RESNET_GROUPS.iter().filter(|g| g.contains(&m)).count();
+            assert_eq!(groups, 1, "ResNet {m:?}");
+        }
+        assert_eq!(RESNET_GROUPS.concat().len(), RESNET_METHODS.len());
     }
 }

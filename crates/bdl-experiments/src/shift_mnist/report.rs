@@ -3,13 +3,13 @@
 
 use bdl_eval::metrics::MeanSe;
 use bdl_eval::plot::{Figure, Panel};
-
-use crate::report::mean_with_band;
 use bdl_eval::table::Table;
 
 use super::claims::subnet_claims;
-use super::settings::Settings;
-use super::{AtAngle, Key, Lenet, Method, Row};
+use super::settings::{ResnetRows, Settings};
+use super::{AtAngle, Key, Method, Prepared, RESNET_METHODS, Row};
+use crate::Profile;
+use crate::report::mean_with_band;
 
 /// A prior precision in three significant digits ("3.16e4").
 pub(super) fn short(lambda: f64) -> String {
@@ -58,13 +58,14 @@ pub(super) fn brier(s: &AtAngle) -> f64 {
     s.brier
 }
 
-/// The methods present in the rows, in table order: the experiment's own, then the listed
-/// ones in the order of their first row.
+/// The methods present in the rows, in table order: the experiment's own, the ResNet rows,
+/// then the listed ones in the order of their first row.
 pub(super) fn present(rows: &[Row]) -> Vec<Key> {
-    let mut keys: Vec<Key> = Method::ALL
-        .into_iter()
-        .filter(|&m| rows.iter().any(|r| r.method == m))
-        .map(Key::Own)
+    let own = Method::ALL.into_iter().map(Key::Own);
+    let resnet = (RESNET_METHODS.into_iter()).map(|resnet| Key::Resnet { resnet });
+    let mut keys: Vec<Key> = own
+        .chain(resnet)
+        .filter(|k| rows.iter().any(|r| r.method == *k))
         .collect();
     for row in rows {
         if matches!(row.method, Key::Listed { .. }) && !keys.contains(&row.method) {
@@ -74,7 +75,7 @@ pub(super) fn present(rows: &[Row]) -> Vec<Key> {
     keys
 }
 
-pub(super) fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
+pub(super) fn body(rows: &[Row], settings: &Settings, data: &Prepared) -> String {
     let mean = |m: &Key, f: fn(&Row) -> f64| -> MeanSe {
         MeanSe::of(&of(rows, m).map(f).collect::<Vec<_>>())
     };
@@ -149,6 +150,25 @@ pub(super) fn body(rows: &[Row], settings: &Settings, data: &Lenet) -> String {
         summary.to_markdown(),
         by_angle.to_markdown(),
     ) + &evidence_section(rows)
+}
+
+/// What the ResNet rows are, where the run has them, and why a paper run has none.
+pub(super) fn resnet_note(resnet: Option<&ResnetRows>, profile: Profile) -> String {
+    let Some(r) = resnet else {
+        return match profile {
+            Profile::Paper => "\nNo ResNet rows: this run was on the CPU, and the paper \
+                               profile's ResNet-18 rows run on a GPU only (`--device cuda:N`).\n"
+                .into(),
+            Profile::Smoke | Profile::Quick => String::new(),
+        };
+    };
+    format!(
+        "\nThe ResNet rows: a ResNet (widths {:?}, blocks {:?}, CIFAR stem, batch normalisations \
+         at fixed statistics) on the same images, its MAP trained as LeNet-5's; its diagonal \
+         Laplace, SWAG and subnetworks of {} weights from that MAP, λ chosen on the validation \
+         images.\n",
+        r.network.widths, r.network.blocks, r.subnet_size
+    )
 }
 
 /// The rows with every Laplace posterior's scores replaced by those of the same posterior with
