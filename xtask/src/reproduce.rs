@@ -36,7 +36,8 @@ pub(crate) struct ReproduceArgs {
     #[arg(long)]
     methods: Option<PathBuf>,
     /// Where the networks and data go: cpu, or cuda:N for CUDA device N (experiments that run
-    /// on any device: cifar-c; needs `cargo run -p xtask --features cuda -- reproduce …`).
+    /// on any device: cifar-c, and shift-mnist for its ResNet rows; needs `cargo run -p xtask
+    /// --features cuda -- reproduce …`).
     #[arg(long, default_value = "cpu")]
     device: String,
 }
