@@ -83,13 +83,21 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
         .map(bdl_experiments::listed::read)
         .transpose()?;
     for experiment in chosen {
-        if args.experiment == "all" && !experiment.profiles().contains(&args.profile) {
-            eprintln!(
-                "reproduce {}: skipped, it has no {} profile (see `cargo xtask reproduce --help`)",
-                experiment.name(),
-                args.profile.name()
-            );
-            continue;
+        if args.experiment == "all" {
+            let skipped = if !experiment.profiles().contains(&args.profile) {
+                Some(format!("it has no {} profile", args.profile.name()))
+            } else if !device.is_cpu() && !experiment.any_device() {
+                Some("it runs on the CPU only".to_owned())
+            } else {
+                None
+            };
+            if let Some(why) = skipped {
+                eprintln!(
+                    "reproduce {}: skipped, {why} (see `cargo xtask reproduce --help`)",
+                    experiment.name()
+                );
+                continue;
+            }
         }
         let dir = args.out.join(experiment.name()).join(args.profile.name());
         if let Some(text) = &methods {

@@ -20,7 +20,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result};
-use bdl_inference::Posterior;
+use bdl_inference::{MapEstimate, Posterior};
+use candle_core::Device;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
 
@@ -125,6 +126,12 @@ impl Units {
         }
     }
 
+    /// Whether unit `key` is saved (under any settings): what a merge has of a unit that only
+    /// some machines compute.
+    pub fn saved(&self, key: &str) -> bool {
+        (self.dir.as_ref()).is_some_and(|dir| dir.join(format!("{key}.json")).is_file())
+    }
+
     /// The result of unit `key` (a file name: letters, digits, `-`, `_`, `.`): read back when
     /// saved under the same settings, otherwise `run()` and saved.
     pub fn get_or_run<R: Serialize + DeserializeOwned>(
@@ -222,34 +229,42 @@ impl Units {
     }
 }
 
-/// One posterior per seed (each seed's MAP, in practice), fitted by the first unit that needs it
-/// and shared by the others: in this process through its slot, and with the shards of other
-/// processes and later runs through [`Units::shared`] under `<name>-seed-<seed>`.
-pub(crate) struct PerSeed<'a, P> {
+/// Each seed's MAP, trained by the first unit that needs it and shared by the others: in this
+/// process through its slot, and with the shards of other processes and later runs through
+/// [`Units::shared`] under `<name>-seed-<seed>`; on the run's device whichever way it came (a
+/// saved one loads onto the CPU).
+pub(crate) struct SeedMaps<'a> {
     name: &'static str,
-    slots: Vec<Mutex<Option<P>>>,
+    slots: Vec<Mutex<Option<MapEstimate>>>,
     units: &'a Units,
+    device: Device,
 }
 
-impl<'a, P: Posterior + Clone> PerSeed<'a, P> {
-    /// Empty slots for `seeds` seeds, saved (where `units` saves) as `<name>-seed-<seed>`.
-    pub(crate) fn new(name: &'static str, seeds: usize, units: &'a Units) -> Self {
+impl<'a> SeedMaps<'a> {
+    /// Empty slots for `seeds` seeds, saved (where `units` saves) as `<name>-seed-<seed>`, the
+    /// MAPs handed out on `device`.
+    pub(crate) fn new(name: &'static str, seeds: usize, units: &'a Units, device: &Device) -> Self {
         Self {
             name,
             slots: (0..seeds).map(|_| Mutex::new(None)).collect(),
             units,
+            device: device.clone(),
         }
     }
 
-    /// Seed `seed`'s posterior: from its slot, else read back or `fit()` by [`Units::shared`].
-    /// A second caller for the same seed waits for the first one's fit.
-    pub(crate) fn get(&self, seed: usize, fit: impl FnOnce() -> Result<P>) -> Result<P> {
+    /// Seed `seed`'s MAP: from its slot, else read back or `fit()` by [`Units::shared`]. A
+    /// second caller for the same seed waits for the first one's fit.
+    pub(crate) fn get(
+        &self,
+        seed: usize,
+        fit: impl FnOnce() -> Result<MapEstimate>,
+    ) -> Result<MapEstimate> {
         let mut slot = self.slots[seed]
             .lock()
             .map_err(|_| anyhow::anyhow!("a worker panicked"))?;
         if slot.is_none() {
             let key = format!("{}-seed-{seed}", self.name);
-            *slot = Some(self.units.shared(&key, fit)?);
+            *slot = Some(self.units.shared(&key, fit)?.to_device(&self.device)?);
         }
         Ok(slot.clone().expect("just set"))
     }
@@ -270,7 +285,7 @@ mod tests {
             quiet: true,
             sharding: Sharding::All,
             tally: Default::default(),
-            device: candle_core::Device::Cpu,
+            device: Device::Cpu,
         }
     }
 
@@ -290,7 +305,9 @@ mod tests {
         let paper_ctx = ctx(&dir, Profile::Paper);
         let paper = Units::new(&paper_ctx, &("settings", 1)).unwrap();
         assert_eq!(paper_ctx.tally.counts(), None);
+        assert!(!paper.saved("wine-standard-3"));
         assert_eq!(unit(&paper, 7), [7]);
+        assert!(paper.saved("wine-standard-3") && !paper.saved("wine-standard-4"));
         assert_eq!(unit(&paper, 8), [7], "read back, not recomputed");
         assert_eq!(calls.get(), 1);
         let counts = UnitCounts {
@@ -312,6 +329,10 @@ mod tests {
         let quick = Units::new(&quick_ctx, &("settings", 2)).unwrap();
         assert_eq!(unit(&quick, 12), [12]);
         assert_eq!(calls.get(), 4);
+        assert!(
+            !quick.saved("wine-standard-3"),
+            "nothing is saved in the quick profile"
+        );
         assert_eq!(quick_ctx.tally.counts(), None);
         std::fs::remove_dir_all(&dir).unwrap();
     }

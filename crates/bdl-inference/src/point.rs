@@ -5,7 +5,7 @@ use std::path::Path;
 use bdl_likelihoods::Likelihood;
 use bdl_models::{Model, Network};
 use bdl_tensor::Seed;
-use candle_core::Tensor;
+use candle_core::{Device, Tensor};
 
 use crate::checkpoint::{self, Header};
 use crate::{
@@ -38,6 +38,26 @@ impl MapEstimate {
             theta,
             seed: None,
             training: None,
+        })
+    }
+
+    /// The same estimate with θ̂ on `device` (a saved estimate loads onto the CPU).
+    ///
+    /// ```
+    /// # use bdl_inference::MapEstimate;
+    /// # use bdl_likelihoods::Likelihood;
+    /// # use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
+    /// # use candle_core::{DType, Device};
+    /// let net = Network::from(Mlp::new(MlpSpec::new(&[2, 3, 1], Activation::Tanh))?);
+    /// let theta = net.init(bdl_tensor::Seed(0), DType::F32, &Device::Cpu)?;
+    /// let map = MapEstimate::new(net, theta, Likelihood::Gaussian { sigma: 1.0 })?;
+    /// assert!(map.to_device(&Device::Cpu)?.theta().device().is_cpu());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn to_device(&self, device: &Device) -> Result<Self> {
+        Ok(Self {
+            theta: self.theta.to_device(device)?,
+            ..self.clone()
         })
     }
 

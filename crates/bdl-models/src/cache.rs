@@ -18,7 +18,9 @@ pub struct Cache {
     pub pre: Vec<Tensor>,
     /// h_l = φ(z_l) (before any dropout mask), kept for the activation derivative.
     pub post: Vec<Tensor>,
-    /// The scaled dropout mask m_l / (1 − p) applied to h_l, when dropout was on.
+    /// The scaled dropout mask m_l / (1 − p) applied to h_l, when dropout was on (a ResNet's
+    /// one mask, on its pooled features, sits at its classifier's entry: the mask on that
+    /// layer's input).
     pub masks: Vec<Option<Tensor>>,
     /// Integer tensors the backward pass needs besides (a max pool's argmax sources, u32),
     /// example-major like the rest; empty for most models.

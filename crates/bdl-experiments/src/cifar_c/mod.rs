@@ -59,7 +59,7 @@ use serde::{Deserialize, Serialize};
 use self::settings::Settings;
 use self::source::Source;
 use crate::concurrency::side_by_side;
-use crate::units::{PerSeed, Units};
+use crate::units::{SeedMaps, Units};
 use crate::{Context, Entry, Outcome, Profile};
 
 /// The experiment.
@@ -287,7 +287,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
     let units = Units::new(ctx, &settings)?;
     let total = all.len();
     let mine = units.share(all);
-    let maps = PerSeed::new("map", settings.seeds, &units);
+    let maps = SeedMaps::new("map", settings.seeds, &units, &data.device);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let rows = units.get_or_run(&unit.key(), || {
@@ -429,7 +429,7 @@ fn spec(method: Method, settings: &Settings, n_fit: usize, root: Seed) -> Option
 fn fit_group(
     data: &Data,
     settings: &Settings,
-    maps: &PerSeed<'_, MapEstimate>,
+    maps: &SeedMaps<'_>,
     seed: usize,
     group: &[Method],
 ) -> Result<Vec<Row>> {

@@ -38,6 +38,7 @@
 
 mod claims;
 mod report;
+mod resnet;
 mod settings;
 mod size_curve;
 
@@ -58,7 +59,7 @@ use bdl_mcmc::Keep;
 use bdl_methods::{
     Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule, VariancesFrom, VariationalSpec,
 };
-use bdl_models::{Cnn, CnnSpec, Model as _, Network, ResNet};
+use bdl_models::{Cnn, CnnSpec, Model as _, Network};
 use bdl_tensor::Seed;
 use bdl_variational::VariationalConfig;
 use candle_core::{DType, Device, Tensor};
@@ -66,14 +67,14 @@ use serde::{Deserialize, Serialize};
 
 use self::claims::claims;
 use self::report::{body, figure, present, reliability_figure, resnet_note};
+use self::resnet::{RESNET_GROUPS, RESNET_METHODS, RESNET_PALETTE, Resnet};
 use self::settings::{
-    ResnetRows, ResnetSettings, SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve,
-    SizeCurveSettings,
+    ResnetRows, SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve, SizeCurveSettings,
 };
 use crate::concurrency::side_by_side;
 use crate::gibbs_mnist::main_chain;
 use crate::listed::Listed;
-use crate::units::{PerSeed, Units};
+use crate::units::{SeedMaps, Units};
 use crate::{Context, Entry, Outcome, Profile};
 
 /// The experiment.
@@ -178,27 +179,6 @@ impl Method {
 
 /// Colours of the listed methods' lines, after the [`PALETTE`] the experiment's own take.
 const LISTED_PALETTE: [&str; 5] = ["#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173"];
-
-/// The ResNet rows' methods ([`ResnetRows`]), in table order, and their lines' colours.
-const RESNET_METHODS: [Method; 5] = [
-    Method::Map,
-    Method::DiagLaplace,
-    Method::Swag,
-    Method::SubnetWasserstein,
-    Method::SubnetRandom,
-];
-const RESNET_PALETTE: [&str; 5] = ["#6b6ecf", "#b5cf6b", "#e7ba52", "#d6616b", "#ce6dbd"];
-
-/// The ResNet rows' fits of one seed, one unit each, as [`GROUPS`].
-const RESNET_GROUPS: [&[Method]; 3] = [
-    &[Method::Map],
-    &[Method::DiagLaplace],
-    &[
-        Method::Swag,
-        Method::SubnetWasserstein,
-        Method::SubnetRandom,
-    ],
-];
 
 /// A row's method: one of the experiment's own, or a listed one (`crate::listed`) by label.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -451,9 +431,6 @@ struct Prepared {
     inputs: Inputs,
 }
 
-/// Every seed's MAP, trained by the first unit that needs it and shared by the others.
-type Maps<'a> = PerSeed<'a, MapEstimate>;
-
 /// One unit of the run: a group of fits on one seed, the Gibbs chain, the two subnetworks
 /// of one seed at the scaled prior ([`SCALED_PRIOR`]), or the two at one size of the size curve
 /// ([`SizeCurve`]).
@@ -511,22 +488,9 @@ fn run(ctx: &Context) -> Result<Outcome> {
         val: images.val.with_x(scale.transform(images.val.x())?)?,
         inputs: Inputs::new(&images, &scale, &settings.angles)?,
     };
-    // The chain first: in a fresh quick run it samples the longest.
-    let all: Vec<Unit> = std::iter::once(Unit::Gibbs)
-        .chain(
-            (0..settings.seeds)
-                .flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group })),
-        )
-        .collect();
-    let scaled: Vec<Unit> = (0..settings.seeds)
-        .map(|seed| Unit::ScaledPrior { seed })
-        .collect();
     let curve = SizeCurve::of(ctx.profile);
     let curve_inputs = size_curve::inputs(&images, &scale, &curve, &settings)?;
-    // The largest first: a worker left with the last unit then waits the least.
-    let curve_units: Vec<Unit> = (curve.sizes.iter().rev())
-        .flat_map(|&size| (0..settings.seeds).map(move |seed| Unit::SizeCurve { seed, size }))
-        .collect();
+    let [all, scaled, curve_units] = lenet_units(&settings, &curve);
     let listed = crate::listed::methods(ctx, default_listed(&settings, lenet.fit.len())?)?;
     let units = Units::new(ctx, &settings)?;
     let scaled_settings = || ScaledPriorSettings {
@@ -545,46 +509,24 @@ fn run(ctx: &Context) -> Result<Outcome> {
         .iter()
         .map(|l| Units::new(ctx, &l.settings(&settings)))
         .collect::<Result<_>>()?;
-    let resnet = ResnetRows::of(ctx.profile, !ctx.device.is_cpu());
-    let resnet_side = match &resnet {
-        Some(_) => Some(lenet.to_device(&ctx.device)?),
-        None => None,
-    };
-    let resnet_all: Vec<Unit> = match &resnet {
-        Some(_) => (0..settings.seeds)
-            .flat_map(|seed| {
-                (0..RESNET_GROUPS.len()).map(move |group| Unit::Resnet { seed, group })
-            })
-            .collect(),
-        None => Vec::new(),
-    };
-    let resnet_units = Units::new(
-        ctx,
-        &ResnetSettings {
-            settings: &settings,
-            resnet: resnet.as_ref(),
-        },
-    )?;
-    let total = all.len()
-        + scaled.len()
-        + curve_units.len()
-        + listed.len() * settings.seeds
-        + resnet_all.len();
-    let mut mine = units.share(all);
-    mine.extend(scaled_units.share(scaled));
-    mine.extend(size_units.share(curve_units));
-    for (index, u) in listed_units.iter().enumerate() {
-        mine.extend(
-            u.share(
-                (0..settings.seeds)
-                    .map(|seed| Unit::Listed { seed, index })
-                    .collect(),
-            ),
-        );
-    }
-    mine.extend(resnet_units.share(resnet_all));
-    let maps = Maps::new("map", settings.seeds, &units);
-    let resnet_maps = Maps::new("resnet-map", settings.seeds, &resnet_units);
+    let resnet = Resnet::new(ctx, &settings, &lenet)?;
+    // Each kind of unit with the units that save it; a shard takes its share of each list.
+    let mut lists: Vec<(&Units, Vec<Unit>)> = vec![
+        (&units, all),
+        (&scaled_units, scaled),
+        (&size_units, curve_units),
+    ];
+    lists.extend(listed_units.iter().enumerate().map(|(index, u)| {
+        let seeds = (0..settings.seeds).map(move |seed| Unit::Listed { seed, index });
+        (u, seeds.collect())
+    }));
+    lists.extend(resnet.iter().map(|r| (&r.units, r.all(settings.seeds))));
+    let total = lists.iter().map(|(_, list)| list.len()).sum();
+    let mine: Vec<Unit> = (lists.into_iter())
+        .flat_map(|(u, list)| u.share(list))
+        .collect();
+    let maps = SeedMaps::new("map", settings.seeds, &units, &Device::Cpu);
+    let resnet_maps = resnet.as_ref().map(|r| r.maps(settings.seeds));
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let key = unit.key(&listed);
@@ -607,20 +549,14 @@ fn run(ctx: &Context) -> Result<Outcome> {
             Unit::Listed { seed, index } => listed_units[index].get_or_run(&key, || {
                 fit_listed(&lenet, &settings, &maps, seed, &listed[index]).map(|row| vec![row])
             }),
-            Unit::Resnet { seed, group } => resnet_units.get_or_run(&key, || {
-                let rows = resnet
+            Unit::Resnet { seed, group } => {
+                let (r, maps) = resnet
                     .as_ref()
-                    .context("a ResNet unit has its rows' settings")?;
-                let side = resnet_side.as_ref().context("and its data")?;
-                fit_resnet(
-                    side,
-                    &settings,
-                    rows,
-                    &resnet_maps,
-                    seed,
-                    RESNET_GROUPS[group],
-                )
-            }),
+                    .zip(resnet_maps.as_ref())
+                    .context("ResNet rows")?;
+                r.units
+                    .get_or_run(&key, || r.fit(&settings, maps, seed, group))
+            }
         }?;
         bar.inc(1);
         Ok(rows)
@@ -635,10 +571,27 @@ fn run(ctx: &Context) -> Result<Outcome> {
         &settings,
         &listed,
         &curve,
-        resnet.as_ref(),
+        resnet.as_ref().map(|r| &r.rows),
         ctx.profile,
         &lenet,
     )
+}
+
+/// The LeNet-5 rows' units: the chain and every seed's groups of fits (the chain first: in a
+/// fresh quick run it samples the longest), the scaled-prior pairs, and the size curve's
+/// (the largest first: a worker left with the last unit then waits the least).
+fn lenet_units(settings: &Settings, curve: &SizeCurve) -> [Vec<Unit>; 3] {
+    let seeds = settings.seeds;
+    let fits =
+        (0..seeds).flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit::Fits { seed, group }));
+    let scaled = (0..seeds).map(|seed| Unit::ScaledPrior { seed });
+    let sizes = curve.sizes.iter().rev();
+    let curve = sizes.flat_map(|&size| (0..seeds).map(move |seed| Unit::SizeCurve { seed, size }));
+    [
+        std::iter::once(Unit::Gibbs).chain(fits).collect(),
+        scaled.collect(),
+        curve.collect(),
+    ]
 }
 
 /// The run's outcome from every unit's rows: the main rows' tables, claims and figures, and the
@@ -710,7 +663,7 @@ fn default_listed(settings: &Settings, n_fit: usize) -> Result<Vec<MethodSpec>> 
 fn fit_listed(
     data: &Prepared,
     settings: &Settings,
-    maps: &Maps<'_>,
+    maps: &SeedMaps<'_>,
     seed: usize,
     listed: &Listed,
 ) -> Result<Row> {
@@ -795,38 +748,6 @@ fn train_from(
     let config = map_config(settings, root.fork("map")).check()?;
     let (x, y) = (data.fit.x(), data.fit.y());
     Ok(train_map(net, theta0, LIKELIHOOD, x, y, &config)?.estimate)
-}
-
-/// The rows of one group of ResNet fits on one seed ([`ResnetRows`]): the seed's ResNet MAP
-/// (trained as LeNet-5's, on `data`'s device, from streams of its own) and each method's spec
-/// fitted from it, subnetworks of the rows' size.
-fn fit_resnet(
-    data: &Prepared,
-    settings: &Settings,
-    resnet: &ResnetRows,
-    maps: &Maps<'_>,
-    seed: usize,
-    group: &[Method],
-) -> Result<Vec<Row>> {
-    let root = seed_root(seed).fork("resnet");
-    let start = Instant::now();
-    let map = maps.get(seed, || {
-        let net = Network::from(ResNet::new(resnet.network.clone())?);
-        let theta0 = net.init(root.fork("init"), DType::F32, data.fit.x().device())?;
-        train_from(&net, &theta0, data, settings, root)
-    })?;
-    let map_s = start.elapsed().as_secs_f64();
-    let (n_fit, d) = (data.fit.len(), map.network().layout().len());
-    let (subnet, inputs) = (resnet.subnet_size, &data.inputs);
-    (group.iter())
-        .map(|&method| {
-            let key = Key::Resnet { resnet: method };
-            match spec(method, settings, subnet, n_fit, d, root) {
-                None => score(key, &map, Some(seed), None, map_s, inputs, settings),
-                Some(spec) => fit_row(key, &spec, &from_map(&map, data), seed, inputs, settings),
-            }
-        })
-        .collect()
 }
 
 /// The problem of every method that starts from a seed's MAP: the fit part, and the
@@ -931,7 +852,7 @@ fn spec(
 fn fit_group(
     data: &Prepared,
     settings: &Settings,
-    maps: &Maps<'_>,
+    maps: &SeedMaps<'_>,
     seed: usize,
     group: &[Method],
     subnet: usize,
@@ -984,7 +905,7 @@ fn fit_group(
 fn scaled_prior(
     data: &Prepared,
     settings: &Settings,
-    maps: &Maps<'_>,
+    maps: &SeedMaps<'_>,
     seed: usize,
     subnet: usize,
     inputs: &Inputs,

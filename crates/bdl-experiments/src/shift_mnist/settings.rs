@@ -168,8 +168,8 @@ pub(super) struct SizeCurveSettings<'a> {
 /// diagonal Laplace, SWAG and both subnetworks of `subnet_size` weights (the paper's 42,438) at
 /// λ chosen on the validation images. Kept out of [`Settings`] so that the units saved before
 /// them stay valid. None in the quick profile, whose minutes a ResNet over 58,000 images
-/// would exceed, and in the paper profile only on a GPU (`on_gpu`): ResNet-18 over 58,000
-/// images takes days of CPU, which would stall every CPU rerun of the LeNet-5 rows.
+/// would exceed; the paper profile's run only on a GPU: ResNet-18 over 58,000 images takes
+/// days of CPU, which would stall every CPU rerun of the LeNet-5 rows.
 #[derive(Debug, Serialize)]
 pub(super) struct ResnetRows {
     pub(super) network: ResNetSpec,
@@ -177,7 +177,9 @@ pub(super) struct ResnetRows {
 }
 
 impl ResnetRows {
-    pub(super) fn of(profile: Profile, on_gpu: bool) -> Option<Self> {
+    /// The rows of `profile` (the paper profile's run only on a GPU or in a merge:
+    /// `super::resnet::Resnet::new`).
+    pub(super) fn of(profile: Profile) -> Option<Self> {
         let resnet18 = ResNetSpec {
             input: [1, 28, 28],
             ..ResNetSpec::resnet18(10)
@@ -192,7 +194,7 @@ impl ResnetRows {
                 subnet_size: 20,
             }),
             Profile::Quick => None,
-            Profile::Paper => on_gpu.then_some(Self {
+            Profile::Paper => Some(Self {
                 network: resnet18,
                 subnet_size: 42_438,
             }),
