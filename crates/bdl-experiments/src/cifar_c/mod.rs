@@ -60,7 +60,7 @@ use self::settings::Settings;
 use self::source::Source;
 use crate::concurrency::side_by_side;
 use crate::units::{SeedMaps, Units};
-use crate::{Context, Entry, Outcome, Profile};
+use crate::{Context, Entry, Outcome, Profile, Sharding};
 
 /// The experiment.
 pub(crate) const EXPERIMENT: Entry = Entry {
@@ -211,20 +211,16 @@ struct Data {
 impl Data {
     fn load(ctx: &Context, settings: &Settings) -> Result<Self> {
         let source = Source::new(settings, ctx.data.clone());
-        let train = first(source.train()?, settings.train_images)?;
-        let n_fit = train
-            .len()
-            .checked_sub(settings.validation_images)
-            .filter(|&n| n > 0)
-            .with_context(|| {
-                format!(
-                    "{} training images cannot spare {} for validation",
-                    train.len(),
-                    settings.validation_images
-                )
-            })?;
+        let (n_fit, n_val) = settings.split();
+        let train = source.train()?;
+        if n_fit == 0 || train.len() < n_fit + n_val {
+            anyhow::bail!(
+                "{} training images cannot give {n_fit} to fit and {n_val} more for validation",
+                train.len()
+            );
+        }
         let fit = train.select(&(0..n_fit).collect::<Vec<_>>())?;
-        let val = train.select(&(n_fit..train.len()).collect::<Vec<_>>())?;
+        let val = train.select(&(n_fit..n_fit + n_val).collect::<Vec<_>>())?;
         let scale = per_channel(fit.x())?;
         let device = ctx.device.clone();
         Ok(Self {
@@ -280,18 +276,23 @@ impl Unit {
 
 fn run(ctx: &Context) -> Result<Outcome> {
     let settings = Settings::of(ctx.profile)?;
-    let data = Data::load(ctx, &settings)?;
+    // A merge computes nothing, so it needs no images (nor the archives on its machine).
+    let data = match ctx.sharding {
+        Sharding::Merge => None,
+        Sharding::All | Sharding::Shard { .. } => Some(Data::load(ctx, &settings)?),
+    };
     let all: Vec<Unit> = (0..settings.seeds)
         .flat_map(|seed| (0..GROUPS.len()).map(move |group| Unit { seed, group }))
         .collect();
     let units = Units::new(ctx, &settings)?;
     let total = all.len();
     let mine = units.share(all);
-    let maps = SeedMaps::new("map", settings.seeds, &units, &data.device);
+    let maps = SeedMaps::new("map", settings.seeds, &units, &ctx.device);
     let bar = ctx.bar(mine.len() as u64, "fits");
     let per_unit = side_by_side(&mine, |&unit| -> Result<Vec<Row>> {
         let rows = units.get_or_run(&unit.key(), || {
-            fit_group(&data, &settings, &maps, unit.seed, GROUPS[unit.group])
+            let data = data.as_ref().context("a merge computes no unit")?;
+            fit_group(data, &settings, &maps, unit.seed, GROUPS[unit.group])
         })?;
         bar.inc(1);
         Ok(rows)
@@ -306,7 +307,7 @@ fn run(ctx: &Context) -> Result<Outcome> {
         &settings,
         &rows,
     )?
-    .body(report::body(&rows, &settings, &data))
+    .body(report::body(&rows, &settings))
     .claims(claims::claims(&rows))
     .figure("cifar-c.svg", report::figure(&rows).to_svg()))
 }

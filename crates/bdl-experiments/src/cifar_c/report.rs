@@ -6,7 +6,7 @@ use bdl_eval::plot::{Figure, Panel};
 use bdl_eval::table::Table;
 
 use super::settings::{Images, Settings};
-use super::{AtSeverity, Data, Method, Row};
+use super::{AtSeverity, Method, Row};
 use crate::report::mean_with_band;
 
 /// One score at one severity.
@@ -56,7 +56,8 @@ fn corrupted(rows: &[Row], method: Method, metric: Metric) -> MeanSe {
     MeanSe::of(&of(rows, method).map(mean).collect::<Vec<_>>())
 }
 
-pub(super) fn body(rows: &[Row], settings: &Settings, data: &Data) -> String {
+pub(super) fn body(rows: &[Row], settings: &Settings) -> String {
+    let (n_fit, n_val) = settings.split();
     let mut summary = Table::new([
         "method",
         "runs",
@@ -123,8 +124,8 @@ pub(super) fn body(rows: &[Row], settings: &Settings, data: &Data) -> String {
          batch {}, λ = {}; subnetworks of {} weights; VOGN {} epochs from the MAP; SWAG {} \
          snapshots of rank {}; an ensemble of {}; {} samples per sampled predictive.\n\n{}\n\
          ## Test log-likelihood against the corruption severity (mean over seeds)\n\n{}",
-        data.fit.len(),
-        data.val.len(),
+        n_fit,
+        n_val,
         settings.test_images.map_or("all".into(), |n| n.to_string()),
         settings.corruptions.len(),
         (settings.corruptions.iter())

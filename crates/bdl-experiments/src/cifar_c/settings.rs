@@ -86,7 +86,20 @@ pub(super) struct Settings {
     pub(super) ece_bins: usize,
 }
 
+/// CIFAR-10's training images.
+const TRAIN_IMAGES: usize = 50_000;
+
 impl Settings {
+    /// The sizes of the fit and validation parts: the first `train_images` training images
+    /// (all 50,000 when `None`), the last `validation_images` of them for validation.
+    pub(super) fn split(&self) -> (usize, usize) {
+        let n = self.train_images.unwrap_or(TRAIN_IMAGES);
+        (
+            n.saturating_sub(self.validation_images),
+            self.validation_images,
+        )
+    }
+
     /// The settings of `profile`; an error for the quick profile, which has no data here.
     pub(super) fn of(profile: Profile) -> Result<Self> {
         let paper = Settings {
