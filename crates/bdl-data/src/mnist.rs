@@ -89,8 +89,19 @@ pub fn files(root: &Path, collection: Collection, part: Part) -> (PathBuf, PathB
 /// assert_eq!(test.num_features(), 784);
 /// assert_eq!(test.image_shape().unwrap().height, 28);
 /// ```
+///
+/// A missing file is [`Error::NotFetched`], naming the `cargo xtask fetch` argument that
+/// installs it.
 pub fn load(root: &Path, collection: Collection, part: Part) -> Result<Dataset> {
     let (images_path, labels_path) = files(root, collection, part);
+    for path in [&images_path, &labels_path] {
+        if !path.exists() {
+            return Err(Error::NotFetched {
+                path: path.clone(),
+                dataset: collection.folder().to_owned(),
+            });
+        }
+    }
     let images = idx::load_images(&images_path)?;
     let labels = idx::load_labels(&labels_path)?;
     if images.count != labels.len() {
@@ -162,6 +173,21 @@ mod tests {
             [0.0, 60.0 / 255.0, 120.0 / 255.0, 180.0 / 255.0]
         );
         assert_eq!(ds.image_shape(), Some(ImageShape::grey(2, 2)));
+    }
+
+    #[test]
+    fn a_missing_file_names_the_fetch_that_installs_it() {
+        let dir = Scratch::new("mnist-missing");
+        let err = load(dir.path(), Collection::FashionMnist, Part::Test).unwrap_err();
+        assert!(
+            matches!(&err, Error::NotFetched { dataset, .. } if dataset == "fashion-mnist"),
+            "{err}"
+        );
+        assert!(
+            err.to_string()
+                .contains("`cargo xtask fetch fashion-mnist`"),
+            "{err}"
+        );
     }
 
     #[test]
