@@ -26,6 +26,10 @@ pub struct BenchArgs {
     /// Only these groups of benchmarks (default: all).
     #[arg(long, value_enum, value_delimiter = ',')]
     only: Vec<Group>,
+    /// Where the ResNet-18 lines run: cpu, or cuda:N (a build with the `cuda` feature); every
+    /// other line runs on the CPU.
+    #[arg(long, default_value = "cpu")]
+    device: String,
 }
 
 /// A group of benchmark lines.
@@ -54,7 +58,12 @@ pub fn run(args: &BenchArgs) -> Result<()> {
         _ => "no wide-vector extensions",
     };
     println!("vector registers of {bytes} bytes ({extensions})");
-    bdl_tensor::Threads::new(1)?.install(|| single_threaded(&on))?;
+    let device = bdl_tensor::device(&args.device)?;
+    let resnet_on = Placed {
+        device: &device,
+        name: &args.device,
+    };
+    bdl_tensor::Threads::new(1)?.install(|| single_threaded(&on, &resnet_on))?;
     if on(Group::Laplace) {
         bdl_tensor::Threads::new(2)?.install(two_threads)?;
     }
@@ -63,14 +72,32 @@ pub fn run(args: &BenchArgs) -> Result<()> {
             bdl_tensor::Threads::new(0)?.install(|| large_subnetwork(args.subnet))?;
         }
         if args.resnet_subnet > 0 {
-            bdl_tensor::Threads::new(0)?.install(|| resnet_subnetwork(args.resnet_subnet))?;
+            let s = args.resnet_subnet;
+            bdl_tensor::Threads::new(0)?.install(|| resnet_subnetwork(s, &resnet_on))?;
         }
     }
     Ok(())
 }
 
-/// The ratios, each measured on one thread.
-fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
+/// The device the ResNet-18 lines run on, and its name as the command line gave it.
+struct Placed<'a> {
+    device: &'a Device,
+    name: &'a str,
+}
+
+impl Placed<'_> {
+    /// ", on cuda:0" off the CPU, for a line's label; nothing on the CPU.
+    fn suffix(&self) -> String {
+        if self.device.is_cpu() {
+            String::new()
+        } else {
+            format!(", on {}", self.name)
+        }
+    }
+}
+
+/// The ratios, each measured on one thread (the ResNet-18 line on `resnet_on`).
+fn single_threaded(on: &dyn Fn(Group) -> bool, resnet_on: &Placed<'_>) -> Result<()> {
     println!(
         "{:<92} {:>12} {:>12} {:>8}",
         "benchmark (1 thread; the two sides alternated, medians)", "ours", "naive", "speed-up"
@@ -82,7 +109,7 @@ fn single_threaded(on: &dyn Fn(Group) -> bool) -> Result<()> {
             sum_sq_grads(batch)?;
         }
         cnn_sum_sq_grads()?;
-        resnet_sum_sq_grads()?;
+        resnet_sum_sq_grads(resnet_on)?;
         cnn_output_variances()?;
     }
     if on(Group::Laplace) {
@@ -457,17 +484,19 @@ fn cnn_sum_sq_grads() -> Result<()> {
 /// Σ_n g_n∘g_n for ResNet-18 (CIFAR stem, BatchNorm at fixed statistics) on 8 images of
 /// 3 × 32 × 32 in f32 (seeded N(0, 1) pixels and labels: the cost does not depend on them),
 /// see [`sum_sq_against_loop`].
-fn resnet_sum_sq_grads() -> Result<()> {
-    let batch = 8;
-    let device = Device::Cpu;
+fn resnet_sum_sq_grads(on: &Placed<'_>) -> Result<()> {
+    let (batch, device) = (8, on.device);
     let model = ResNet::resnet18(10)?;
-    let theta = model.init(Seed(0), DType::F32, &device)?;
+    let theta = model.init(Seed(0), DType::F32, device)?;
     let mut rng = Seed(1).rng();
-    let x = bdl_tensor::normal(&mut rng, (batch, 3, 32, 32), 0.0, 1.0, DType::F32, &device)?;
+    let x = bdl_tensor::normal(&mut rng, (batch, 3, 32, 32), 0.0, 1.0, DType::F32, device)?;
     let labels: Vec<u32> = (0..batch as u32).map(|i| i % 10).collect();
-    let y = Tensor::new(labels.as_slice(), &device)?;
+    let y = Tensor::new(labels.as_slice(), device)?;
     sum_sq_against_loop(
-        &format!("Σ g∘g, ResNet-18 (11.2 M parameters), batch {batch:>4}: (a,δ) products vs loop"),
+        &format!(
+            "Σ g∘g, ResNet-18 (11.2 M parameters), batch {batch:>4}: (a,δ) products vs loop{}",
+            on.suffix()
+        ),
         &model,
         &theta,
         (&x, &y),
@@ -1209,17 +1238,17 @@ fn large_subnetwork(s: usize) -> Result<()> {
 /// and the process's peak memory: H_S (s² f64) and its packed lower triangle kept for saving and
 /// λ tuning (s(s + 1)/2 f64) dominate it. The Jacobians go 2 images at a time: the ResNet's
 /// Jacobian keeps each image's layer inputs once per class, about 0.4 GiB an image.
-fn resnet_subnetwork(s: usize) -> Result<()> {
-    let (n, device) = (64, Device::Cpu);
+fn resnet_subnetwork(s: usize, on: &Placed<'_>) -> Result<()> {
+    let (n, device) = (64, on.device);
     let model = ResNet::resnet18(10)?;
-    let theta = model.init(Seed(0), DType::F32, &device)?;
+    let theta = model.init(Seed(0), DType::F32, device)?;
     let x = bdl_tensor::normal(
         &mut Seed(1).rng(),
         (n, 3, 32, 32),
         0.0,
         1.0,
         DType::F32,
-        &device,
+        device,
     )?;
     let chosen = selection::random(model.layout(), Candidates::WeightsOnly, s, Seed(7))?;
     let likelihood = Likelihood::Categorical { classes: 10 };
@@ -1241,10 +1270,11 @@ fn resnet_subnetwork(s: usize) -> Result<()> {
     let t_pred = start.elapsed().as_secs_f64();
     ensure!(cov.dims() == [8, 10, 10], "unexpected predictive shape");
     println!(
-        "subnetwork Laplace, ResNet-18 (D = {}), s = {s}, dense route, {n} images × 10 classes: \
+        "subnetwork Laplace, ResNet-18 (D = {}), s = {s}, dense route, {n} images × 10 classes{}: \
          GGN {t_ggn:.1} s (× {:.0} for CIFAR-10's 50,000 images: {:.1} h), Cholesky \
          {t_factor:.1} s, predictive at 8 images {t_pred:.1} s; peak memory {}",
         model.layout().len(),
+        on.suffix(),
         50_000.0 / n as f64,
         t_ggn * 50_000.0 / n as f64 / 3600.0,
         peak_memory().map_or("unknown".to_owned(), |b| format!(
