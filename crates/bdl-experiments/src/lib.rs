@@ -23,6 +23,7 @@ pub mod report;
 pub mod units;
 
 mod cifar_c;
+mod fits;
 mod gibbs_augment;
 mod gibbs_mnist;
 mod gibbs_uq;
@@ -259,6 +260,15 @@ pub fn find(name: &str) -> Result<&'static dyn Experiment> {
     }
 }
 
+/// The names of the experiments with property `has`, comma separated (for error messages).
+fn names_of(has: impl Fn(&dyn Experiment) -> bool) -> String {
+    let names: Vec<&str> = (experiments().into_iter())
+        .filter(|e| has(*e))
+        .map(|e| e.name())
+        .collect();
+    names.join(", ")
+}
+
 /// Runs `experiment` in `profile` with its outputs under `out/<experiment>/<profile>/`, and
 /// returns the outcome and the wall time in seconds.
 pub fn run(
@@ -303,12 +313,7 @@ pub fn run_on(
         bail!(
             "experiment {} runs on the CPU only (experiments that run on any device: {})",
             experiment.name(),
-            experiments()
-                .iter()
-                .filter(|e| e.any_device())
-                .map(|e| e.name())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names_of(|e| e.any_device())
         );
     }
     if !experiment.profiles().contains(&profile) {
@@ -327,12 +332,7 @@ pub fn run_on(
             "experiment {} is not made of independent units and cannot be sharded or merged \
              (experiments that can: {})",
             experiment.name(),
-            experiments()
-                .iter()
-                .filter(|e| e.shards())
-                .map(|e| e.name())
-                .collect::<Vec<_>>()
-                .join(", ")
+            names_of(|e| e.shards())
         );
     }
     if let Sharding::Shard { index, count } = sharding

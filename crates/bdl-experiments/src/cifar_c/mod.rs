@@ -38,27 +38,22 @@ mod source;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use bdl_baselines::{EnsembleConfig, SwagConfig};
 use bdl_data::cifar::Severity;
 use bdl_data::{Dataset, Standardizer};
 use bdl_eval::metrics;
 use bdl_eval::plot::PALETTE;
-use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
-use bdl_laplace::LaplaceConfig;
-use bdl_laplace::selection::Candidates;
+use bdl_inference::{MapEstimate, Posterior, PredictOptions, Validate, train_map};
 use bdl_likelihoods::Likelihood;
-use bdl_methods::{
-    Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule, VariancesFrom, VariationalSpec,
-};
+use bdl_methods::{Hessian, MethodSpec, PriorBy, Problem, SubsetRule};
 use bdl_models::{Network, ResNet};
 use bdl_tensor::Seed;
-use bdl_variational::VariationalConfig;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
 use self::settings::Settings;
 use self::source::Source;
 use crate::concurrency::side_by_side;
+use crate::fits::Fits;
 use crate::units::{SeedMaps, Units};
 use crate::{Context, Entry, Outcome, Profile, Sharding};
 
@@ -317,18 +312,6 @@ fn seed_root(seed: usize) -> Seed {
     Seed(2021).fork("cifar-c").index(seed as u64)
 }
 
-/// The MAP configuration of every ResNet fit with seed `seed`.
-fn map_config(settings: &Settings, seed: Seed) -> MapConfig {
-    MapConfig {
-        learning_rate: settings.learning_rate,
-        prior_precision: settings.prior_precision,
-        epochs: settings.epochs,
-        batch_size: settings.batch_size,
-        seed,
-        ..MapConfig::default()
-    }
-}
-
 /// The run's ResNet with dropout probability `p` on its pooled features, and its
 /// initialisation θ₀ seeded from `root`, on `device`.
 fn resnet(settings: &Settings, p: f64, root: Seed, device: &Device) -> Result<(Network, Tensor)> {
@@ -340,87 +323,35 @@ fn resnet(settings: &Settings, p: f64, root: Seed, device: &Device) -> Result<(N
 /// A seed's MAP on the fit part: the θ every method but MC dropout and the ensemble starts from.
 fn train_resnet(data: &Data, settings: &Settings, root: Seed) -> Result<MapEstimate> {
     let (net, theta0) = resnet(settings, 0.0, root, &data.device)?;
-    let config = map_config(settings, root.fork("map")).check()?;
+    let config = settings.fits.map_config(root.fork("map")).check()?;
     let (x, y) = (&data.fit.x, &data.fit.y);
     Ok(train_map(&net, &theta0, LIKELIHOOD, x, y, &config)?.estimate)
-}
-
-/// SWAG from a seed's MAP, seeded from the seed's root; its diagonal variances also choose the
-/// Wasserstein subnetwork.
-fn swag_config(settings: &Settings, root: Seed) -> SwagConfig {
-    SwagConfig {
-        learning_rate: settings.swag_learning_rate,
-        prior_precision: settings.prior_precision,
-        batch_size: settings.batch_size,
-        snapshots: settings.swag_snapshots,
-        rank: settings.swag_rank,
-        seed: root.fork("swag"),
-        ..SwagConfig::default()
-    }
 }
 
 /// The specification of `method` on the seed whose streams `root` roots, with `n_fit`
 /// training images; `None` for the MAP (every problem's θ).
 fn spec(method: Method, settings: &Settings, n_fit: usize, root: Seed) -> Option<MethodSpec> {
-    let (s, weights) = (settings.subnet_size, Candidates::WeightsOnly);
+    let (fits, s) = (&settings.fits, settings.fits.subnet_size);
     let laplace = |hessian, subnetwork| {
-        MethodSpec::Laplace(LaplaceSpec {
+        let grid = fits.lambdas.clone();
+        Fits::laplace(
             hessian,
             subnetwork,
-            config: LaplaceConfig {
-                batch_size: settings.ggn_batch,
-                ..LaplaceConfig::default()
-            },
-            prior_grid: Some(settings.lambdas.clone()),
-            prior_by: PriorBy::Validation,
-            layerwise_prior: false,
-        })
+            settings.ggn_batch,
+            grid,
+            PriorBy::Validation,
+        )
     };
-    let lambda = settings.prior_precision;
     Some(match method {
         Method::Map => return None,
-        Method::McDropout => MethodSpec::McDropout(map_config(settings, root.fork("map"))),
-        Method::Ensemble => MethodSpec::Ensemble(EnsembleConfig {
-            members: settings.members,
-            map: map_config(settings, root.fork("ensemble")),
-            parallel: false,
-        }),
+        Method::McDropout => fits.mc_dropout(root),
+        Method::Ensemble => fits.ensemble(root),
         Method::DiagLaplace => laplace(Hessian::Diagonal, SubsetRule::All),
         Method::KfacLaplace => laplace(Hessian::Kron, SubsetRule::All),
-        Method::SubnetWasserstein => laplace(
-            Hessian::Full,
-            SubsetRule::Wasserstein {
-                size: s,
-                candidates: weights,
-                variances: VariancesFrom::Swag(swag_config(settings, root)),
-            },
-        ),
-        Method::SubnetRandom => laplace(
-            Hessian::Full,
-            SubsetRule::Random {
-                size: s,
-                candidates: weights,
-                seed: root.fork("random"),
-            },
-        ),
-        Method::Swag => MethodSpec::Swag(swag_config(settings, root).into()),
-        Method::Vogn => MethodSpec::Variational(VariationalSpec {
-            config: VariationalConfig {
-                init_precision: Some(n_fit as f64 + lambda),
-                seed: root.fork(method.name()),
-                ..VariationalConfig::new(
-                    bdl_variational::Method::Vogn {
-                        learning_rate: settings.vogn_learning_rate,
-                        // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
-                        beta: 0.001,
-                    },
-                    lambda,
-                    settings.vi_epochs,
-                    settings.batch_size,
-                )
-            },
-            subnetwork: SubsetRule::All,
-        }),
+        Method::SubnetWasserstein => laplace(Hessian::Full, fits.wasserstein(s, root)),
+        Method::SubnetRandom => laplace(Hessian::Full, fits.random(s, root)),
+        Method::Swag => fits.swag(root),
+        Method::Vogn => fits.variational(fits.vogn(), n_fit, root.fork(method.name())),
     })
 }
 
@@ -457,7 +388,7 @@ fn fit_group(
             }
             Method::McDropout | Method::Ensemble => {
                 let (p, root) = match method {
-                    Method::McDropout => (settings.dropout, root.fork("dropout")),
+                    Method::McDropout => (settings.fits.dropout, root.fork("dropout")),
                     _ => (0.0, root),
                 };
                 let (net, theta0) = resnet(settings, p, root, &data.device)?;
@@ -474,16 +405,6 @@ fn fit_group(
     Ok(rows)
 }
 
-/// The predictive options of every evaluation: `samples` samples from a stream of the seed.
-fn options(seed: usize, settings: &Settings) -> PredictOptions {
-    PredictOptions {
-        samples: settings.samples,
-        seed: Seed(7).index(seed as u64),
-        batch_size: 200,
-        ..PredictOptions::default()
-    }
-}
-
 /// The four scores of `post` on the images `set` (raw pixels, standardised and moved to the
 /// run's device here).
 fn scores_on(
@@ -498,7 +419,7 @@ fn scores_on(
     Ok([
         metrics::mean_log_lik(&pred, &y)?,
         1.0 - metrics::accuracy(&pred, &y)?,
-        metrics::expected_calibration_error(&pred, &y, settings.ece_bins)?,
+        metrics::expected_calibration_error(&pred, &y, settings.fits.ece_bins)?,
         metrics::brier(&pred, &y)?,
     ])
 }
@@ -516,7 +437,7 @@ fn score(
     settings: &Settings,
 ) -> Result<Row> {
     let start = Instant::now();
-    let options = options(seed, settings);
+    let options = settings.fits.options(seed);
     let at = |severity: u8, [log_lik, error, ece, brier]: [f64; 4]| AtSeverity {
         severity,
         log_lik,

@@ -6,6 +6,7 @@ use bdl_models::ResNetSpec;
 use serde::Serialize;
 
 use crate::Profile;
+use crate::fits::Fits;
 
 /// Equal-width confidence bins of the ECE (ALGORITHMS.md §D).
 const ECE_BINS: usize = 15;
@@ -61,29 +62,12 @@ pub(super) struct Settings {
     /// normalisations act at μ = 0, v = 1 throughout (see `bdl_models::ResNet`).
     pub(super) network: ResNetSpec,
     pub(super) seeds: usize,
-    /// MAP training (also of MC dropout and of every ensemble member): Adam.
-    pub(super) epochs: usize,
-    pub(super) batch_size: usize,
-    pub(super) learning_rate: f64,
-    /// λ of N(0, λ⁻¹ I), the weight decay of every MAP and the prior of VOGN and SWAG.
-    pub(super) prior_precision: f64,
-    /// MC dropout's probability on the pooled features.
-    pub(super) dropout: f64,
-    pub(super) members: usize,
-    /// Weights of both subnetworks (the paper's 42,438: 0.38% of ResNet-18).
-    pub(super) subnet_size: usize,
-    /// The Laplace family's candidate prior precisions, chosen on the validation images.
-    pub(super) lambdas: Vec<f64>,
+    /// The ResNet's training and the methods' settings (`crate::fits`; MC dropout's on the
+    /// pooled features; subnetworks of the paper's 42,438 weights, 0.38% of ResNet-18).
+    #[serde(flatten)]
+    pub(super) fits: Fits,
     /// Rows per minibatch of the Laplace family's GGN.
     pub(super) ggn_batch: usize,
-    pub(super) swag_snapshots: usize,
-    pub(super) swag_rank: usize,
-    pub(super) swag_learning_rate: f64,
-    pub(super) vi_epochs: usize,
-    pub(super) vogn_learning_rate: f64,
-    /// Monte Carlo samples of a sampled predictive.
-    pub(super) samples: usize,
-    pub(super) ece_bins: usize,
 }
 
 /// CIFAR-10's training images.
@@ -102,14 +86,7 @@ impl Settings {
 
     /// The settings of `profile`; an error for the quick profile, which has no data here.
     pub(super) fn of(profile: Profile) -> Result<Self> {
-        let paper = Settings {
-            images: Images::Fetched,
-            train_images: None,
-            validation_images: 5000,
-            test_images: None,
-            corruptions: PAPER_CORRUPTIONS.to_vec(),
-            network: ResNetSpec::resnet18(10),
-            seeds: 3,
+        let fits = Fits {
             epochs: 30,
             batch_size: 128,
             learning_rate: 1e-3,
@@ -120,7 +97,6 @@ impl Settings {
             subnet_size: 42_438,
             // Half decades from 1 to 10⁵, the paper's λ = 500 between two of them.
             lambdas: (0..=10).map(|e| 10f64.powf(e as f64 / 2.0)).collect(),
-            ggn_batch: 64,
             swag_snapshots: 20,
             swag_rank: 20,
             swag_learning_rate: 1e-2,
@@ -128,6 +104,17 @@ impl Settings {
             vogn_learning_rate: 1e-3,
             samples: 16,
             ece_bins: ECE_BINS,
+        };
+        let paper = Settings {
+            images: Images::Fetched,
+            train_images: None,
+            validation_images: 5000,
+            test_images: None,
+            corruptions: PAPER_CORRUPTIONS.to_vec(),
+            network: ResNetSpec::resnet18(10),
+            seeds: 3,
+            fits: fits.clone(),
+            ggn_batch: 64,
         };
         Ok(match profile {
             Profile::Smoke => Settings {
@@ -142,17 +129,20 @@ impl Settings {
                     ..ResNetSpec::resnet18(10)
                 },
                 seeds: 2,
-                epochs: 4,
-                batch_size: 40,
-                learning_rate: 1e-2,
-                prior_precision: 1.0,
-                members: 2,
-                subnet_size: 20,
-                lambdas: vec![1.0, 100.0],
-                swag_snapshots: 2,
-                swag_rank: 2,
-                vi_epochs: 1,
-                samples: 4,
+                fits: Fits {
+                    epochs: 4,
+                    batch_size: 40,
+                    learning_rate: 1e-2,
+                    prior_precision: 1.0,
+                    members: 2,
+                    subnet_size: 20,
+                    lambdas: vec![1.0, 100.0],
+                    swag_snapshots: 2,
+                    swag_rank: 2,
+                    vi_epochs: 1,
+                    samples: 4,
+                    ..fits
+                },
                 ..paper
             },
             Profile::Quick => bail!(

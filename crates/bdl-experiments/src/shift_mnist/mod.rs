@@ -45,23 +45,18 @@ mod size_curve;
 use std::time::Instant;
 
 use anyhow::{Context as _, Result};
-use bdl_baselines::{EnsembleConfig, SwagConfig};
 use bdl_data::mnist::{self, Collection, Part};
 use bdl_data::transforms::{self, Param, Transform};
 use bdl_data::{Dataset, Standardizer};
 use bdl_eval::metrics::{self, ReliabilityBin};
 use bdl_eval::plot::PALETTE;
-use bdl_inference::{MapConfig, MapEstimate, Posterior, PredictOptions, Validate, train_map};
-use bdl_laplace::LaplaceConfig;
+use bdl_inference::{MapEstimate, Posterior, Validate, train_map};
 use bdl_laplace::selection::Candidates;
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::Keep;
-use bdl_methods::{
-    Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule, VariancesFrom, VariationalSpec,
-};
+use bdl_methods::{Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule};
 use bdl_models::{Cnn, CnnSpec, Model as _, Network};
 use bdl_tensor::Seed;
-use bdl_variational::VariationalConfig;
 use candle_core::{DType, Device, Tensor};
 use serde::{Deserialize, Serialize};
 
@@ -72,6 +67,7 @@ use self::settings::{
     ResnetRows, SCALED_PRIOR, ScaledPriorSettings, Settings, SizeCurve, SizeCurveSettings,
 };
 use crate::concurrency::side_by_side;
+use crate::fits::Fits;
 use crate::gibbs_mnist::main_chain;
 use crate::listed::Listed;
 use crate::units::{SeedMaps, Units};
@@ -535,11 +531,11 @@ fn run(ctx: &Context) -> Result<Outcome> {
                 units.get_or_run(&key, || gibbs(ctx, &images, &settings).map(|row| vec![row]))
             }
             Unit::Fits { seed, group } => units.get_or_run(&key, || {
-                let (subnet, group) = (settings.subnet_size, GROUPS[group]);
+                let (subnet, group) = (settings.fits.subnet_size, GROUPS[group]);
                 fit_group(&lenet, &settings, &maps, seed, group, subnet, &lenet.inputs)
             }),
             Unit::ScaledPrior { seed } => scaled_units.get_or_run(&key, || {
-                let subnet = settings.subnet_size;
+                let subnet = settings.fits.subnet_size;
                 scaled_prior(&lenet, &settings, &maps, seed, subnet, &lenet.inputs)
             }),
             Unit::SizeCurve { seed, size } => size_units.get_or_run(&key, || {
@@ -642,18 +638,18 @@ fn outcome(
 /// momentum 0.9 at a step of about 0.06 on the mean loss), about 40 draws kept over the
 /// sampling stages, for `vi_epochs` epochs like the variational methods.
 fn default_listed(settings: &Settings, n_fit: usize) -> Result<Vec<MethodSpec>> {
-    let steps = settings.vi_epochs * n_fit.div_ceil(settings.batch_size);
+    let steps = settings.fits.vi_epochs * n_fit.div_ceil(settings.fits.batch_size);
     let keep_every = (steps / 80).max(1);
     // Two cycles where there are steps for them (not in the smoke profile's two).
     let cycles = if steps >= 20 { 2 } else { 1 };
     Ok(serde_json::from_value(serde_json::json!([
         {"method": "laplace", "config": {"hessian": "kron",
             "subnetwork": {"rule": "last-layer", "candidates": "all"},
-            "prior_grid": settings.lambdas, "prior_by": "validation", "batch_size": GGN_BATCH}},
+            "prior_grid": settings.fits.lambdas, "prior_by": "validation", "batch_size": GGN_BATCH}},
         {"method": "sgmcmc", "config": {"dynamics": {"kind": "sghmc", "friction": 0.1},
             "schedule": {"kind": "cyclical", "cycles": cycles, "exploration": 0.5},
-            "step_size": 1e-6, "prior_precision": settings.prior_precision,
-            "epochs": settings.vi_epochs, "batch_size": settings.batch_size,
+            "step_size": 1e-6, "prior_precision": settings.fits.prior_precision,
+            "epochs": settings.fits.vi_epochs, "batch_size": settings.fits.batch_size,
             "keep_every": keep_every, "seed": 2020}}
     ]))?)
 }
@@ -695,32 +691,6 @@ fn gibbs(ctx: &Context, images: &Images, settings: &Settings) -> Result<Row> {
     score(Method::Gibbs, &window, None, None, fit_s, &inputs, settings)
 }
 
-/// The MAP configuration of every LeNet-5 fit with seed `seed`.
-fn map_config(settings: &Settings, seed: Seed) -> MapConfig {
-    MapConfig {
-        learning_rate: settings.learning_rate,
-        prior_precision: settings.prior_precision,
-        epochs: settings.epochs,
-        batch_size: settings.batch_size,
-        seed,
-        ..MapConfig::default()
-    }
-}
-
-/// SWAG from a seed's MAP (low rank plus diagonal), seeded from the seed's root; its diagonal
-/// variances also choose the Wasserstein subnetwork.
-fn swag_config(settings: &Settings, root: Seed) -> SwagConfig {
-    SwagConfig {
-        learning_rate: settings.swag_learning_rate,
-        prior_precision: settings.prior_precision,
-        batch_size: settings.batch_size,
-        snapshots: settings.swag_snapshots,
-        rank: settings.swag_rank,
-        seed: root.fork("swag"),
-        ..SwagConfig::default()
-    }
-}
-
 /// LeNet-5 for ten classes with dropout probability `p` on the dense hidden units, and its
 /// initialisation θ₀ seeded from `root`.
 fn lenet5(p: f64, root: Seed) -> Result<(Network, Tensor)> {
@@ -745,7 +715,7 @@ fn train_from(
     settings: &Settings,
     root: Seed,
 ) -> Result<MapEstimate> {
-    let config = map_config(settings, root.fork("map")).check()?;
+    let config = settings.fits.map_config(root.fork("map")).check()?;
     let (x, y) = (data.fit.x(), data.fit.y());
     Ok(train_map(net, theta0, LIKELIHOOD, x, y, &config)?.estimate)
 }
@@ -774,53 +744,19 @@ fn spec(
     d: usize,
     root: Seed,
 ) -> Option<MethodSpec> {
-    let (s, weights) = (subnet, Candidates::WeightsOnly);
-    let wasserstein = || SubsetRule::Wasserstein {
-        size: s,
-        candidates: weights,
-        variances: VariancesFrom::Swag(swag_config(settings, root)),
-    };
-    let random = || SubsetRule::Random {
-        size: s,
-        candidates: weights,
-        seed: root.fork("random"),
-    };
+    let fits = &settings.fits;
+    let (wasserstein, random) = (fits.wasserstein(subnet, root), fits.random(subnet, root));
     // λ from the grid by the validation images, or the scaled prior alone.
-    let by_validation = Some(settings.lambdas.clone());
-    let scaled = Some(vec![settings.prior_precision * s as f64 / d as f64]);
-    let laplace = |hessian, subnetwork, prior_grid, prior_by| {
-        MethodSpec::Laplace(LaplaceSpec {
-            hessian,
-            subnetwork,
-            config: LaplaceConfig {
-                batch_size: GGN_BATCH,
-                ..LaplaceConfig::default()
-            },
-            prior_grid,
-            prior_by,
-            layerwise_prior: false,
-        })
-    };
-    let lambda = settings.prior_precision;
-    let variational = |rule| {
-        MethodSpec::Variational(VariationalSpec {
-            config: VariationalConfig {
-                init_precision: Some(n_fit as f64 + lambda),
-                seed: root.fork(method.name()),
-                ..VariationalConfig::new(rule, lambda, settings.vi_epochs, settings.batch_size)
-            },
-            subnetwork: SubsetRule::All,
-        })
-    };
+    let by_validation = fits.lambdas.clone();
+    let scaled = vec![fits.prior_precision * subnet as f64 / d as f64];
+    let laplace =
+        |hessian, subnetwork, grid, by| Fits::laplace(hessian, subnetwork, GGN_BATCH, grid, by);
+    let variational = |rule| fits.variational(rule, n_fit, root.fork(method.name()));
     use {Hessian::Diagonal, Hessian::Full, PriorBy::Evidence, PriorBy::Validation};
     Some(match method {
         Method::Map | Method::Gibbs => return None,
-        Method::McDropout => MethodSpec::McDropout(map_config(settings, root.fork("map"))),
-        Method::Ensemble => MethodSpec::Ensemble(EnsembleConfig {
-            members: settings.members,
-            map: map_config(settings, root.fork("ensemble")),
-            parallel: false,
-        }),
+        Method::McDropout => fits.mc_dropout(root),
+        Method::Ensemble => fits.ensemble(root),
         Method::DiagLaplace => laplace(Diagonal, SubsetRule::All, by_validation, Validation),
         Method::LastLayerLaplace => laplace(
             Full,
@@ -830,18 +766,14 @@ fn spec(
             by_validation,
             Validation,
         ),
-        Method::SubnetWasserstein => laplace(Full, wasserstein(), by_validation, Validation),
-        Method::SubnetRandom => laplace(Full, random(), by_validation, Validation),
-        Method::SubnetWassersteinScaledPrior => laplace(Full, wasserstein(), scaled, Evidence),
-        Method::SubnetRandomScaledPrior => laplace(Full, random(), scaled, Evidence),
-        Method::Vogn => variational(bdl_variational::Method::Vogn {
-            learning_rate: settings.vogn_learning_rate,
-            // The weight of each new curvature estimate: 1 − γ₂ with Vadam's γ₂.
-            beta: 0.001,
-        }),
+        Method::SubnetWasserstein => laplace(Full, wasserstein, by_validation, Validation),
+        Method::SubnetRandom => laplace(Full, random, by_validation, Validation),
+        Method::SubnetWassersteinScaledPrior => laplace(Full, wasserstein, scaled, Evidence),
+        Method::SubnetRandomScaledPrior => laplace(Full, random, scaled, Evidence),
+        Method::Vogn => variational(fits.vogn()),
         Method::Vadam => variational(bdl_variational::Method::vadam(settings.vadam_learning_rate)),
         Method::Ivon => variational(bdl_variational::Method::ivon(settings.ivon_learning_rate)),
-        Method::Swag => MethodSpec::Swag(swag_config(settings, root).into()),
+        Method::Swag => fits.swag(root),
     })
 }
 
@@ -878,7 +810,7 @@ fn fit_group(
                 let fit_s = start.elapsed().as_secs_f64();
                 score(method, &map, Some(seed), None, fit_s, inputs, settings)?
             }
-            Method::McDropout => fresh(settings.dropout, root.fork("dropout"))?,
+            Method::McDropout => fresh(settings.fits.dropout, root.fork("dropout"))?,
             Method::Ensemble => fresh(0.0, root)?,
             _ => {
                 let map = map()?;
@@ -983,17 +915,6 @@ struct Evaluated {
     entropy_at_0: Vec<f64>,
 }
 
-/// The predictive options of every evaluation: 16 samples (the paper's), from a stream of
-/// the seed.
-fn options(seed: Option<usize>, settings: &Settings) -> PredictOptions {
-    PredictOptions {
-        samples: settings.samples,
-        seed: Seed(7).index(seed.unwrap_or(0) as u64),
-        batch_size: 200,
-        ..PredictOptions::default()
-    }
-}
-
 /// The scores of `post` at every angle of `inputs`, its reliability diagrams and its entropies at 0°.
 fn evaluate(
     post: &dyn Posterior,
@@ -1001,7 +922,7 @@ fn evaluate(
     inputs: &Inputs,
     settings: &Settings,
 ) -> Result<Evaluated> {
-    let options = options(seed, settings);
+    let options = settings.fits.options(seed.unwrap_or(0));
     let labels = &inputs.labels;
     let (mut scores, mut reliability, mut inside) = (Vec::new(), Vec::new(), None);
     for (&angle, x) in inputs.angles.iter().zip(&inputs.rotated) {
@@ -1012,13 +933,13 @@ fn evaluate(
             angle,
             log_lik: metrics::mean_log_lik(&pred, labels)?,
             error: 1.0 - metrics::accuracy(&pred, labels)?,
-            ece: metrics::expected_calibration_error(&pred, labels, settings.ece_bins)?,
+            ece: metrics::expected_calibration_error(&pred, labels, settings.fits.ece_bins)?,
             brier: metrics::brier(&pred, labels)?,
         });
         if settings.reliability_at.contains(&angle) {
             reliability.push(Reliability {
                 angle,
-                bins: metrics::reliability(&pred, labels, settings.ece_bins)?,
+                bins: metrics::reliability(&pred, labels, settings.fits.ece_bins)?,
             });
         }
         if angle == 0.0 {
@@ -1045,7 +966,7 @@ fn score(
     let method = method.into();
     let start = Instant::now();
     let evaluated = evaluate(post, seed, inputs, settings)?;
-    let outside = post.predictive(&inputs.fashion, &options(seed, settings))?;
+    let outside = post.predictive(&inputs.fashion, &settings.fits.options(seed.unwrap_or(0)))?;
     let outside = metrics::predictive_entropy(&outside)?;
     Ok(Row {
         model: method.model().to_owned(),

@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use super::ECE_BINS;
 use crate::Profile;
+use crate::fits::Fits;
 
 /// The one prior-precision rule both subnetworks of the scaled-prior rows share, fixed before
 /// their run (2026-12-06): the paper's λ_S = λ·S/D (ALGORITHMS.md §C.6: it restores the prior
@@ -36,40 +37,16 @@ pub(super) struct Settings {
     pub(super) angles: Vec<f64>,
     pub(super) reliability_at: Vec<f64>,
     pub(super) seeds: usize,
-    /// MAP training (also of MC dropout and of every ensemble member): Adam.
-    pub(super) epochs: usize,
-    pub(super) batch_size: usize,
-    pub(super) learning_rate: f64,
-    /// λ of N(0, λ⁻¹ I), the weight decay of every MAP and the prior of the variational methods
-    /// and SWAG.
-    pub(super) prior_precision: f64,
-    pub(super) dropout: f64,
-    pub(super) members: usize,
-    /// Weights of both subnetworks.
-    pub(super) subnet_size: usize,
-    /// The Laplace family's candidate prior precisions.
-    pub(super) lambdas: Vec<f64>,
-    pub(super) swag_snapshots: usize,
-    pub(super) swag_rank: usize,
-    pub(super) swag_learning_rate: f64,
-    pub(super) vi_epochs: usize,
-    pub(super) vogn_learning_rate: f64,
+    /// LeNet-5's training and the methods' settings (`crate::fits`).
+    #[serde(flatten)]
+    pub(super) fits: Fits,
     pub(super) vadam_learning_rate: f64,
     pub(super) ivon_learning_rate: f64,
-    /// Monte Carlo samples of a sampled predictive.
-    pub(super) samples: usize,
-    pub(super) ece_bins: usize,
 }
 
 impl Settings {
     pub(super) fn of(profile: Profile) -> Self {
-        let quick = Settings {
-            train_images: None,
-            validation_images: 200,
-            test_images: Some(300),
-            angles: (0..=12).map(|k| 15.0 * k as f64).collect(),
-            reliability_at: vec![0.0, 60.0],
-            seeds: 2,
+        let fits = Fits {
             epochs: 10,
             batch_size: 128,
             learning_rate: 1e-3,
@@ -84,26 +61,38 @@ impl Settings {
             swag_learning_rate: 1e-2,
             vi_epochs: 3,
             vogn_learning_rate: 1e-3,
-            vadam_learning_rate: 1e-3,
-            ivon_learning_rate: 0.1,
             samples: 16,
             ece_bins: ECE_BINS,
+        };
+        let quick = Settings {
+            train_images: None,
+            validation_images: 200,
+            test_images: Some(300),
+            angles: (0..=12).map(|k| 15.0 * k as f64).collect(),
+            reliability_at: vec![0.0, 60.0],
+            seeds: 2,
+            fits: fits.clone(),
+            vadam_learning_rate: 1e-3,
+            ivon_learning_rate: 0.1,
         };
         match profile {
             Profile::Smoke => Settings {
                 train_images: Some(300),
                 validation_images: 50,
                 test_images: Some(50),
-                lambdas: vec![1.0, 10.0, 100.0],
                 angles: vec![0.0, 60.0, 180.0],
                 seeds: 1,
-                epochs: 1,
-                members: 2,
-                subnet_size: 30,
-                swag_snapshots: 2,
-                swag_rank: 2,
-                vi_epochs: 1,
-                samples: 4,
+                fits: Fits {
+                    lambdas: vec![1.0, 10.0, 100.0],
+                    epochs: 1,
+                    members: 2,
+                    subnet_size: 30,
+                    swag_snapshots: 2,
+                    swag_rank: 2,
+                    vi_epochs: 1,
+                    samples: 4,
+                    ..fits
+                },
                 ..quick
             },
             Profile::Quick => quick,
@@ -111,8 +100,11 @@ impl Settings {
                 validation_images: 2000,
                 test_images: None,
                 seeds: 3,
-                subnet_size: 2000,
-                vi_epochs: 5,
+                fits: Fits {
+                    subnet_size: 2000,
+                    vi_epochs: 5,
+                    ..fits
+                },
                 ..quick
             },
         }

@@ -74,7 +74,7 @@ pub(super) fn points(
             .filter(|s| size_curve.angles.contains(&s.angle))
             .cloned()
             .collect(),
-        subnet_size: Some(settings.subnet_size),
+        subnet_size: Some(settings.fits.subnet_size),
         ..r.clone()
     });
     main.chain(curve).collect()
@@ -304,12 +304,12 @@ mod tests {
             row(Method::Map, 0, &[-0.1, -0.1]),
         ];
         let points = points(&main, curve(&[(125, -1.0, -1.5)]), &settings, &size_curve);
-        let own = at(&points, settings.subnet_size);
+        let own = at(&points, settings.fits.subnet_size);
         assert_eq!(own.len(), 2, "the MAP is not on the curve");
         assert!(
             own.iter()
                 .all(|r| r.scores.len() == 1 && r.scores[0].angle == 0.0)
         );
-        assert_eq!(sizes(&points), [125, settings.subnet_size]);
+        assert_eq!(sizes(&points), [125, settings.fits.subnet_size]);
     }
 }
