@@ -159,6 +159,26 @@ impl Fits {
         }
     }
 
+    /// The settings in words, for a report: "Adam 10 epochs, batch 128, λ = 10; subnetworks of
+    /// 500 weights; VOGN 3 epochs from the MAP; …", `variational` naming the variational
+    /// methods.
+    pub(crate) fn describe(&self, variational: &str) -> String {
+        format!(
+            "Adam {} epochs, batch {}, λ = {}; subnetworks of {} weights; {variational} {} \
+             epochs from the MAP; SWAG {} snapshots of rank {}; an ensemble of {}; {} samples \
+             per sampled predictive",
+            self.epochs,
+            self.batch_size,
+            self.prior_precision,
+            self.subnet_size,
+            self.vi_epochs,
+            self.swag_snapshots,
+            self.swag_rank,
+            self.members,
+            self.samples,
+        )
+    }
+
     /// The predictive options of every evaluation of seed `seed`'s posteriors: `samples`
     /// samples from a stream of the seed, 200 rows at a time.
     pub(crate) fn options(&self, seed: usize) -> PredictOptions {

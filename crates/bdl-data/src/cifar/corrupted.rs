@@ -19,6 +19,7 @@
 //! assert_eq!(Corruption::ALL.len(), 19);
 //! assert_eq!(Corruption::BENCHMARK.len(), 15);
 //! assert!(!Corruption::BENCHMARK.contains(&Corruption::Saturate));
+//! assert_eq!(Corruption::BENCHMARK[14], Corruption::JpegCompression);
 //! assert_eq!(Corruption::JpegCompression.name(), "jpeg_compression");
 //! assert_eq!(Severity::new(3).unwrap().level(), 3);
 //! assert!(Severity::new(6).is_err());
@@ -112,25 +113,17 @@ impl Corruption {
     ];
 
     /// The fifteen corruptions of the benchmark's main set (noise, blur, weather, digital), over
-    /// which its mean corruption error is taken; the other four of [`ALL`](Self::ALL) are the
-    /// release's extra ones, meant for validation.
-    pub const BENCHMARK: [Corruption; 15] = [
-        Corruption::GaussianNoise,
-        Corruption::ShotNoise,
-        Corruption::ImpulseNoise,
-        Corruption::DefocusBlur,
-        Corruption::GlassBlur,
-        Corruption::MotionBlur,
-        Corruption::ZoomBlur,
-        Corruption::Snow,
-        Corruption::Frost,
-        Corruption::Fog,
-        Corruption::Brightness,
-        Corruption::Contrast,
-        Corruption::ElasticTransform,
-        Corruption::Pixelate,
-        Corruption::JpegCompression,
-    ];
+    /// which its mean corruption error is taken: the first fifteen of [`ALL`](Self::ALL), whose
+    /// other four are the release's extra ones, meant for validation.
+    pub const BENCHMARK: [Corruption; 15] = {
+        let mut first = [Corruption::GaussianNoise; 15];
+        let mut i = 0;
+        while i < first.len() {
+            first[i] = Self::ALL[i];
+            i += 1;
+        }
+        first
+    };
 
     /// The name of the release: `gaussian_noise`, …, the stem of its file (and its serialised
     /// form).

@@ -120,9 +120,7 @@ pub(super) fn body(rows: &[Row], settings: &Settings) -> String {
         "{warning}{} training images ({} more held out for the Laplace family's λ); {} clean \
          test images and the same under each of {} corruptions ({}) at severities 1–5, each \
          severity's scores the mean over the corruptions; {} seeds (mean ± standard error). \
-         ResNet (widths {:?}, blocks {:?}, BatchNorm at fixed statistics): Adam {} epochs, \
-         batch {}, λ = {}; subnetworks of {} weights; VOGN {} epochs from the MAP; SWAG {} \
-         snapshots of rank {}; an ensemble of {}; {} samples per sampled predictive.\n\n{}\n\
+         ResNet (widths {:?}, blocks {:?}, BatchNorm at fixed statistics): {}.\n\n{}\n\
          ## Test log-likelihood against the corruption severity (mean over seeds)\n\n{}",
         n_fit,
         n_val,
@@ -135,15 +133,7 @@ pub(super) fn body(rows: &[Row], settings: &Settings) -> String {
         settings.seeds,
         net.widths,
         net.blocks,
-        settings.fits.epochs,
-        settings.fits.batch_size,
-        settings.fits.prior_precision,
-        settings.fits.subnet_size,
-        settings.fits.vi_epochs,
-        settings.fits.swag_snapshots,
-        settings.fits.swag_rank,
-        settings.fits.members,
-        settings.fits.samples,
+        settings.fits.describe("VOGN"),
         summary.to_markdown(),
         by_severity.to_markdown(),
     )

@@ -127,10 +127,8 @@ pub(super) fn body(rows: &[Row], settings: &Settings, data: &Prepared) -> String
     format!(
         "{} training images ({} more held out for the Laplace family's λ), {} test images at \
          each of {} angles, {} Fashion-MNIST test images as OOD inputs; {} seeds (mean ± \
-         standard error; the Gibbs chain is one). LeNet-5: Adam {} epochs, batch {}, λ = {}; \
-         subnetworks of {} weights; VOGN, Vadam and IVON {} epochs from the MAP; SWAG {} \
-         snapshots of rank {}; an ensemble of {}; {} samples per sampled predictive. Blocked \
-         Gibbs: `gibbs-mnist`'s main MNIST chain.\n\n{}\n\
+         standard error; the Gibbs chain is one). LeNet-5: {}. Blocked Gibbs: `gibbs-mnist`'s \
+         main MNIST chain.\n\n{}\n\
          ## Test log-likelihood against the rotation angle (mean over seeds)\n\n{}",
         data.fit.len(),
         data.val.len(),
@@ -138,15 +136,7 @@ pub(super) fn body(rows: &[Row], settings: &Settings, data: &Prepared) -> String
         settings.angles.len(),
         data.inputs.fashion.dims()[0],
         settings.seeds,
-        settings.fits.epochs,
-        settings.fits.batch_size,
-        settings.fits.prior_precision,
-        settings.fits.subnet_size,
-        settings.fits.vi_epochs,
-        settings.fits.swag_snapshots,
-        settings.fits.swag_rank,
-        settings.fits.members,
-        settings.fits.samples,
+        settings.fits.describe("VOGN, Vadam and IVON"),
         summary.to_markdown(),
         by_angle.to_markdown(),
     ) + &evidence_section(rows)
