@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Result;
-use bdl_experiments::{Profile, Sharding};
+use bdl_experiments::{Experiment, Profile, Sharding};
 use clap::Args;
 
 /// Arguments of `cargo xtask reproduce`.
@@ -72,6 +72,18 @@ fn experiment_list() -> String {
     text
 }
 
+/// Why `all` skips `experiment` in `profile` (on the CPU, or on another device): it has no
+/// such profile, or it runs on the CPU only; `None` when it runs.
+fn skipped(experiment: &dyn Experiment, profile: Profile, on_cpu: bool) -> Option<String> {
+    if !experiment.profiles().contains(&profile) {
+        Some(format!("it has no {} profile", profile.name()))
+    } else if !on_cpu && !experiment.any_device() {
+        Some("it runs on the CPU only".to_owned())
+    } else {
+        None
+    }
+}
+
 /// Runs the chosen experiments, then rewrites the claims index.
 pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
     let chosen = match args.experiment.as_str() {
@@ -83,21 +95,14 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
         .map(bdl_experiments::listed::read)
         .transpose()?;
     for experiment in chosen {
-        if args.experiment == "all" {
-            let skipped = if !experiment.profiles().contains(&args.profile) {
-                Some(format!("it has no {} profile", args.profile.name()))
-            } else if !device.is_cpu() && !experiment.any_device() {
-                Some("it runs on the CPU only".to_owned())
-            } else {
-                None
-            };
-            if let Some(why) = skipped {
-                eprintln!(
-                    "reproduce {}: skipped, {why} (see `cargo xtask reproduce --help`)",
-                    experiment.name()
-                );
-                continue;
-            }
+        if args.experiment == "all"
+            && let Some(why) = skipped(experiment, args.profile, device.is_cpu())
+        {
+            eprintln!(
+                "reproduce {}: skipped, {why} (see `cargo xtask reproduce --help`)",
+                experiment.name()
+            );
+            continue;
         }
         let dir = args.out.join(experiment.name()).join(args.profile.name());
         if let Some(text) = &methods {
@@ -157,7 +162,22 @@ pub(crate) fn run(args: &ReproduceArgs) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
-    use super::parse_shard;
+    use bdl_experiments::{Profile, find};
+
+    use super::{parse_shard, skipped};
+
+    #[test]
+    fn all_skips_what_has_not_the_profile_or_the_device() {
+        let cifar = find("cifar-c").unwrap();
+        let toy = find("laplace-toy").unwrap();
+        let why = skipped(cifar, Profile::Quick, true).unwrap();
+        assert!(why.contains("no quick profile"), "{why}");
+        assert_eq!(skipped(cifar, Profile::Smoke, true), None);
+        assert_eq!(skipped(cifar, Profile::Paper, false), None);
+        assert_eq!(skipped(toy, Profile::Quick, true), None);
+        let why = skipped(toy, Profile::Quick, false).unwrap();
+        assert!(why.contains("CPU only"), "{why}");
+    }
 
     #[test]
     fn shards_are_k_of_n_from_one() {
