@@ -102,22 +102,9 @@ fn synthetic_corruptions_add_noise_that_grows_with_the_severity() {
         train: 20,
         test: 20,
     };
-    let clean: Vec<f32> = source
-        .test()
-        .unwrap()
-        .x()
-        .flatten_all()
-        .unwrap()
-        .to_vec1()
-        .unwrap();
-    let train: Vec<f32> = source
-        .train()
-        .unwrap()
-        .x()
-        .flatten_all()
-        .unwrap()
-        .to_vec1()
-        .unwrap();
+    let pixels = |set: Dataset| -> Vec<f32> { set.x().flatten_all().unwrap().to_vec1().unwrap() };
+    let clean = pixels(source.test().unwrap());
+    let train = pixels(source.train().unwrap());
     assert_ne!(clean, train, "the test images are their own draws");
     let gap = |c, s| -> f64 {
         let set = source.corrupted(c, Severity::new(s).unwrap()).unwrap();
@@ -125,7 +112,7 @@ fn synthetic_corruptions_add_noise_that_grows_with_the_severity() {
             set.y().to_vec1::<u32>().unwrap(),
             (0..20).map(|i| i % 10).collect::<Vec<_>>()
         );
-        let x: Vec<f32> = set.x().flatten_all().unwrap().to_vec1().unwrap();
+        let x = pixels(set);
         let ss: f64 = x
             .iter()
             .zip(&clean)
