@@ -17,6 +17,7 @@ use candle_core::{DType, Tensor};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Lift, Result};
+use crate::shared::SharedFits;
 use crate::{GibbsSpec, Hessian, LaplaceSpec, MethodSpec, PriorBy, SubsetRule};
 
 /// What every method is fitted to: the network, its parameters θ (the start of training or
@@ -35,6 +36,8 @@ pub struct Problem<'a> {
     pub y: &'a Tensor,
     /// Held-out examples (x, y), for the methods that choose a hyper-parameter on them.
     pub validation: Option<(&'a Tensor, &'a Tensor)>,
+    /// What the fits on this problem share (their SWAG runs), when given.
+    pub shared: Option<&'a SharedFits>,
 }
 
 impl<'a> Problem<'a> {
@@ -53,6 +56,16 @@ impl<'a> Problem<'a> {
             x,
             y,
             validation: None,
+            shared: None,
+        }
+    }
+
+    /// The same problem, its fits sharing what they can through `shared` (a SWAG fit's
+    /// variances with a Wasserstein rule of the same SWAG configuration).
+    pub fn with_shared(self, shared: &'a SharedFits) -> Self {
+        Self {
+            shared: Some(shared),
+            ..self
         }
     }
 
@@ -224,6 +237,11 @@ pub fn fit(spec: &MethodSpec, problem: &Problem<'_>) -> Result<Fitted> {
             let (rule, d) = (&spec.subnetwork, &mut diagnostics);
             let config = with_rule(&spec.config, |c| &mut c.subset, rule, problem, method, d)?;
             let fit = bdl_baselines::train_swag(net, theta, lik, x, y, &config).lift(method)?;
+            if let Some(shared) = problem.shared
+                && config.subset.is_none()
+            {
+                shared.keep_swag(&spec.config, fit.posterior.swag().variances());
+            }
             diagnostics.losses = fit.losses;
             Box::new(fit.posterior)
         }

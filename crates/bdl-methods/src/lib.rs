@@ -51,12 +51,14 @@
 mod error;
 mod fit;
 mod load;
+mod shared;
 mod spec;
 mod subset;
 
 pub use error::{Error, Result, diverged};
 pub use fit::{Diagnostics, Fitted, Problem, fit};
 pub use load::load;
+pub use shared::SharedFits;
 pub use spec::{
     GibbsSpec, Hessian, LaplaceSpec, MethodSpec, OnSubnetwork, PriorBy, SgmcmcSpec, SubsetRule,
     VariancesFrom, VariationalSpec,

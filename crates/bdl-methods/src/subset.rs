@@ -80,19 +80,11 @@ impl SubsetRule {
                         .indices
                 }
                 VariancesFrom::Swag(config) => {
-                    let config = config.clone().check().lift(method)?;
-                    let (x, y) = (problem.x, problem.y);
-                    let swag = bdl_baselines::train_swag(
-                        problem.network,
-                        problem.theta,
-                        problem.likelihood,
-                        x,
-                        y,
-                        &config,
-                    )
-                    .lift(method)?
-                    .posterior;
-                    let v = swag.swag().variances();
+                    let kept = problem.shared.and_then(|s| s.swag_variances(config));
+                    let v = match kept {
+                        Some(v) => v,
+                        None => swag_variances(problem, config, method)?,
+                    };
                     selection::largest(&v, layout, *candidates, *size, None)
                         .lift(method)?
                         .indices
@@ -101,6 +93,26 @@ impl SubsetRule {
         };
         Ok(Some(chosen))
     }
+}
+
+/// The diagonal variances of SWAG of `config` from the problem's θ, kept in the problem's
+/// [`SharedFits`](crate::SharedFits) when it has one.
+fn swag_variances(
+    problem: &Problem<'_>,
+    config: &bdl_baselines::SwagConfig,
+    method: &'static str,
+) -> Result<Vec<f64>> {
+    let checked = config.clone().check().lift(method)?;
+    let (x, y) = (problem.x, problem.y);
+    let (net, theta, lik) = (problem.network, problem.theta, problem.likelihood);
+    let swag = bdl_baselines::train_swag(net, theta, lik, x, y, &checked)
+        .lift(method)?
+        .posterior;
+    let v = swag.swag().variances();
+    if let Some(shared) = problem.shared {
+        shared.keep_swag(config, v.clone());
+    }
+    Ok(v)
 }
 
 /// Rows per minibatch of a GGN diagonal computed for selection.

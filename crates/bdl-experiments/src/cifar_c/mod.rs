@@ -46,7 +46,7 @@ use bdl_eval::metrics;
 use bdl_eval::plot::PALETTE;
 use bdl_inference::{MapEstimate, Posterior, PredictOptions, Validate, train_map};
 use bdl_likelihoods::Likelihood;
-use bdl_methods::{Hessian, MethodSpec, PriorBy, Problem, SubsetRule};
+use bdl_methods::{Hessian, MethodSpec, PriorBy, Problem, SharedFits, SubsetRule};
 use bdl_models::{Network, ResNet};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -170,7 +170,8 @@ struct Row {
     lambda: Option<f64>,
     /// Severities 0 to 5.
     scores: Vec<AtSeverity>,
-    /// Seconds to fit (the Laplace family and SWAG: from the MAP) and to evaluate.
+    /// Seconds to fit (the Laplace family and SWAG: from the MAP; the Wasserstein subnetwork
+    /// without the SWAG run it shares with the SWAG row) and to evaluate.
     fit_s: f64,
     eval_s: f64,
 }
@@ -371,6 +372,8 @@ fn fit_group(
     let map = || maps.get(seed, || train_resnet(data, settings, root));
     let n_fit = data.fit.len();
     let (x, y) = (&data.fit.x, &data.fit.y);
+    // The group's SWAG row trains the SWAG its Wasserstein subnetwork ranks by.
+    let shared = SharedFits::default();
     let mut rows = Vec::new();
     for &method in group {
         let fitted = |problem: &Problem<'_>| -> Result<Row> {
@@ -399,7 +402,8 @@ fn fit_group(
             _ => {
                 let map = map()?;
                 let problem = Problem::new(map.network(), map.theta(), LIKELIHOOD, x, y)
-                    .with_validation(&data.val.x, &data.val.y);
+                    .with_validation(&data.val.x, &data.val.y)
+                    .with_shared(&shared);
                 fitted(&problem)?
             }
         });

@@ -54,7 +54,7 @@ use bdl_inference::{MapEstimate, Posterior, Validate, train_map};
 use bdl_laplace::selection::Candidates;
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::Keep;
-use bdl_methods::{Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SubsetRule};
+use bdl_methods::{Hessian, LaplaceSpec, MethodSpec, PriorBy, Problem, SharedFits, SubsetRule};
 use bdl_models::{Cnn, CnnSpec, Model as _, Network};
 use bdl_tensor::Seed;
 use candle_core::{DType, Device, Tensor};
@@ -302,7 +302,8 @@ struct Row {
     ood_auroc: f64,
     reliability: Vec<Reliability>,
     /// Seconds to fit (the Gibbs chain: sampling what was missing; the Laplace family: from
-    /// the MAP), and to evaluate every predictive.
+    /// the MAP, a Wasserstein subnetwork without the SWAG run its unit's SWAG row shares), and
+    /// to evaluate every predictive.
     fit_s: f64,
     eval_s: f64,
     /// The Laplace family: the same posterior with λ by the marginal likelihood instead.
@@ -793,6 +794,8 @@ fn fit_group(
     let root = seed_root(seed);
     let map = || maps.get(seed, || train_lenet(data, settings, root));
     let n_fit = data.fit.len();
+    // The group's SWAG row trains the SWAG its Wasserstein subnetwork ranks by.
+    let shared = SharedFits::default();
     let mut rows = Vec::new();
     for &method in group {
         let fresh = |p, root| -> Result<Row> {
@@ -820,7 +823,7 @@ fn fit_group(
                 fit_row(
                     method.into(),
                     &spec,
-                    &from_map(&map, data),
+                    &from_map(&map, data).with_shared(&shared),
                     seed,
                     inputs,
                     settings,

@@ -5,6 +5,7 @@ use std::time::Instant;
 
 use anyhow::Result;
 use bdl_inference::Posterior as _;
+use bdl_methods::SharedFits;
 use bdl_models::{Model as _, Network, ResNet};
 use candle_core::DType;
 
@@ -121,13 +122,16 @@ impl Resnet {
         let map_s = start.elapsed().as_secs_f64();
         let (n_fit, d) = (data.fit.len(), map.network().layout().len());
         let (subnet, inputs) = (self.rows.subnet_size, &data.inputs);
+        // The group's SWAG row trains the SWAG its Wasserstein subnetwork ranks by.
+        let shared = SharedFits::default();
         (RESNET_GROUPS[group].iter())
             .map(|&method| {
                 let key = Key::Resnet { resnet: method };
                 match spec(method, settings, subnet, n_fit, d, root) {
                     None => score(key, &map, Some(seed), None, map_s, inputs, settings),
                     Some(spec) => {
-                        fit_row(key, &spec, &from_map(&map, data), seed, inputs, settings)
+                        let problem = from_map(&map, data).with_shared(&shared);
+                        fit_row(key, &spec, &problem, seed, inputs, settings)
                     }
                 }
             })
