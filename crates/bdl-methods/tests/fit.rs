@@ -1,6 +1,8 @@
 //! `fit` against the method crates called directly: the same posterior from the same settings,
 //! bit for bit; subnetworks that leave the rest of θ fixed; one error kind for divergence.
 
+mod common;
+
 use bdl_baselines::SwagConfig;
 use bdl_inference::{MapConfig, Posterior, PredictOptions, Validate};
 use bdl_laplace::selection::{self, Candidates};
@@ -37,15 +39,7 @@ impl Data {
 /// y = sin(3x) on 40 points of [−1, 1), an MLP 1-8-1 and its initial θ.
 fn problem() -> (Network, Tensor, Data) {
     let dev = &Device::Cpu;
-    let x = Tensor::arange(0u32, 40, dev)
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap()
-        .affine(0.05, -1.0)
-        .unwrap()
-        .unsqueeze(1)
-        .unwrap();
-    let y = (x.clone() * 3.0).unwrap().sin().unwrap();
+    let (x, y) = common::sine(40, 0.05);
     let data = Data { x, y };
     let net = Network::from(Mlp::new(MlpSpec::new(&[1, 8, 1], Activation::Tanh)).unwrap());
     let theta = net.init(Seed(0), DType::F32, dev).unwrap();

@@ -1,6 +1,8 @@
 //! The function-space view of every posterior: moments of f that agree with the predictive,
 //! and draws of f whose moments agree with the exact ones.
 
+mod common;
+
 use bdl_inference::{FunctionMoments, MapConfig, Posterior, PredictOptions};
 use bdl_likelihoods::Likelihood;
 use bdl_mcmc::ChainWindow;
@@ -18,16 +20,7 @@ fn values(t: &Tensor) -> Vec<f64> {
 
 /// y = sin(3x) on 30 points of [−1, 0.5), and `net`.
 fn data() -> (Tensor, Tensor) {
-    let x = Tensor::arange(0u32, 30, &Device::Cpu)
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap()
-        .affine(0.05, -1.0)
-        .unwrap()
-        .unsqueeze(1)
-        .unwrap();
-    let y = (x.clone() * 3.0).unwrap().sin().unwrap();
-    (x, y)
+    common::sine(30, 0.05)
 }
 
 fn mlp(dropout: f64) -> Network {

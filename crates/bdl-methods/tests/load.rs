@@ -1,6 +1,8 @@
 //! `load` brings every method's saved posterior back with the same predictive, and refuses a
 //! damaged file with an error naming it.
 
+mod common;
+
 use bdl_inference::{MapConfig, PredictOptions};
 use bdl_likelihoods::Likelihood;
 use bdl_methods::{MethodSpec, Problem, fit, load};
@@ -15,15 +17,7 @@ fn values(t: &Tensor) -> Vec<f64> {
 #[test]
 fn every_method_comes_back_with_the_same_predictive() {
     let dev = &Device::Cpu;
-    let x = Tensor::arange(0u32, 24, dev)
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap()
-        .affine(1.0 / 12.0, -1.0)
-        .unwrap()
-        .unsqueeze(1)
-        .unwrap();
-    let y = (x.clone() * 3.0).unwrap().sin().unwrap();
+    let (x, y) = common::sine(24, 1.0 / 12.0);
     let lik = Likelihood::Gaussian { sigma: 0.2 };
     let specs: Vec<MethodSpec> = serde_json::from_str(
         r#"[

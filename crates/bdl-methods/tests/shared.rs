@@ -2,12 +2,14 @@
 //! the same fits give alone: the Wasserstein subnetwork ranked by a SWAG fit's kept variances is
 //! the one it ranks by its own SWAG run, and so is every posterior.
 
+mod common;
+
 use bdl_inference::PredictOptions;
 use bdl_likelihoods::Likelihood;
 use bdl_methods::{MethodSpec, Problem, SharedFits, fit};
 use bdl_models::{Activation, Mlp, MlpSpec, Model, Network};
 use bdl_tensor::Seed;
-use candle_core::{DType, Device, Tensor};
+use candle_core::{DType, Device};
 
 /// SWAG of `swag`'s configuration, then the Wasserstein subnetworks of 6 weights ranked by SWAG
 /// variances of `swag` and of `other`.
@@ -28,15 +30,7 @@ fn specs(swag: &str, other: &str) -> Vec<MethodSpec> {
 
 #[test]
 fn shared_swag_runs_are_trained_once_and_change_nothing() {
-    let x = Tensor::arange(0u32, 24, &Device::Cpu)
-        .unwrap()
-        .to_dtype(DType::F32)
-        .unwrap()
-        .affine(1.0 / 12.0, -1.0)
-        .unwrap()
-        .unsqueeze(1)
-        .unwrap();
-    let y = (x.clone() * 3.0).unwrap().sin().unwrap();
+    let (x, y) = common::sine(24, 1.0 / 12.0);
     let net = Network::from(Mlp::new(MlpSpec::new(&[1, 8, 8, 1], Activation::Tanh)).unwrap());
     let theta = net.init(Seed(0), DType::F32, &Device::Cpu).unwrap();
     let lik = Likelihood::Gaussian { sigma: 0.3 };
