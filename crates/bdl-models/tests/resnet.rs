@@ -37,6 +37,16 @@ fn random_statistics(spec: &ResNetSpec, seed: Seed) -> Vec<BatchStatistics> {
         .collect()
 }
 
+/// The network of `spec` with [`random_statistics`] from `seed`.
+fn with_random_statistics(spec: ResNetSpec, seed: Seed) -> ResNet {
+    let statistics = random_statistics(&spec, seed);
+    ResNet::new(ResNetSpec {
+        statistics: Some(statistics),
+        ..spec
+    })
+    .unwrap()
+}
+
 /// Random small ResNets on 1–2 channels of 5×5 to 8×8: either stem (the ImageNet one's 7 × 7
 /// convolution at stride 2 and max pooling), one or two stages of widths 2–4 with one or two
 /// blocks each (a shortcut convolution wherever the width changes or the stride is 2), 1–4
@@ -59,12 +69,7 @@ fn small_resnet() -> impl Strategy<Value = ResNet> {
                 statistics: None,
                 dropout: 0.0,
             };
-            let statistics = random_statistics(&spec, Seed(seed));
-            ResNet::new(ResNetSpec {
-                statistics: Some(statistics),
-                ..spec
-            })
-            .unwrap()
+            with_random_statistics(spec, Seed(seed))
         })
 }
 
@@ -133,12 +138,7 @@ fn every_column_matches(stem: Stem) {
         statistics: None,
         dropout: 0.0,
     };
-    let statistics = random_statistics(&spec, Seed(3));
-    let model = ResNet::new(ResNetSpec {
-        statistics: Some(statistics),
-        ..spec
-    })
-    .unwrap();
+    let model = with_random_statistics(spec, Seed(3));
     let theta = parameters(&model, Seed(4));
     let x = images(&model, 2, Seed(5));
     let all: Vec<usize> = (0..model.layout().len()).collect();
@@ -161,12 +161,7 @@ fn dropout_masks_only_the_pooled_features_and_is_backpropagated() {
         ..ResNetSpec::resnet18(3)
     }
     .with_dropout(0.5);
-    let statistics = random_statistics(&spec, Seed(6));
-    let model = ResNet::new(ResNetSpec {
-        statistics: Some(statistics),
-        ..spec
-    })
-    .unwrap();
+    let model = with_random_statistics(spec, Seed(6));
     let theta = parameters(&model, Seed(7));
     let x = images(&model, 5, Seed(8));
     let r = randn(Seed(9), &[5, 3], DType::F64);
@@ -238,12 +233,7 @@ fn state_dict_round_trip_keeps_parameters_and_statistics() {
         statistics: None,
         dropout: 0.0,
     };
-    let statistics = random_statistics(&spec, Seed(1));
-    let model = ResNet::new(ResNetSpec {
-        statistics: Some(statistics),
-        ..spec.clone()
-    })
-    .unwrap();
+    let model = with_random_statistics(spec.clone(), Seed(1));
     let theta = parameters(&model, Seed(2));
     model.save(&path, &theta).unwrap();
 

@@ -211,6 +211,15 @@ mod tests {
         (0..10_000u32).map(|i| (i * 31 % 251) as u8).collect()
     }
 
+    /// [`content`] served for `target`, the transfer broken after `fail_at` bytes.
+    fn served(target: &Path, fail_at: usize) -> Served {
+        Served {
+            content: content(),
+            fail_at,
+            target: target.to_path_buf(),
+        }
+    }
+
     /// A row for `content`'s digest, or another.
     fn remote(sha256: String) -> Remote {
         Remote {
@@ -233,11 +242,7 @@ mod tests {
     fn a_file_streams_to_disk_and_is_renamed_once_verified() {
         let dir = Scratch::new("stream");
         let target = dir.0.join("d/file.bin");
-        let served = Served {
-            content: content(),
-            fail_at: usize::MAX,
-            target: target.clone(),
-        };
+        let served = served(&target, usize::MAX);
         let row = remote(bdl_data::checksum::sha256_hex(&content()));
         install(&row, &target, &served, &ProgressBar::hidden())
             .unwrap()
@@ -251,11 +256,7 @@ mod tests {
         let dir = Scratch::new("broken");
         let target = dir.0.join("d/file.bin");
         let digest = bdl_data::checksum::sha256_hex(&content());
-        let broken = Served {
-            content: content(),
-            fail_at: 3000,
-            target: target.clone(),
-        };
+        let broken = served(&target, 3000);
         let err = install(
             &remote(digest.clone()),
             &target,
@@ -268,10 +269,7 @@ mod tests {
         assert!(format!("{err:#}").contains("connection reset"), "{err:#}");
         assert!(leftovers(&dir.0.join("d")).is_empty());
 
-        let whole = Served {
-            fail_at: usize::MAX,
-            ..broken
-        };
+        let whole = served(&target, usize::MAX);
         let err = install(
             &remote("0".repeat(64)),
             &target,
@@ -289,11 +287,7 @@ mod tests {
         let dir = Scratch::new("unwritable");
         std::fs::write(dir.0.join("d"), b"a file where the folder should be").unwrap();
         let target = dir.0.join("d/file.bin");
-        let served = Served {
-            content: content(),
-            fail_at: usize::MAX,
-            target: target.clone(),
-        };
+        let served = served(&target, usize::MAX);
         let row = remote(bdl_data::checksum::sha256_hex(&content()));
         assert!(install(&row, &target, &served, &ProgressBar::hidden()).is_err());
     }
